@@ -1,0 +1,152 @@
+//! API keys as agent identities: generating, hashing and looking them up.
+//!
+//! A key is `mv_` followed by 40 random base62 characters. Only its SHA-256 is stored;
+//! authentication hashes the presented secret and looks the hash up in the
+//! [`KeyDirectory`], a concurrent map that tenant actors keep current, so no request
+//! waits in a mailbox to be authenticated.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use dashmap::DashMap;
+use memvault_storage::{ApiKeyRecord, TenantId};
+use rand::distributions::Alphanumeric;
+use rand::Rng;
+use sha2::{Digest, Sha256};
+
+pub const KEY_PREFIX: &str = "mv_";
+const KEY_RANDOM_CHARS: usize = 40;
+/// Longest secret worth hashing; anything longer cannot be one of ours.
+const KEY_MAX_LEN: usize = 256;
+
+/// The authenticated caller: one API key of one tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agent {
+    pub tenant_id: TenantId,
+    /// The key's public id, stamped as `created_by.id` on writes.
+    pub key_id: String,
+    pub label: String,
+    pub read_only: bool,
+    /// Whether the key's tenant is admin-flagged (operator endpoints, tenant creation).
+    pub admin: bool,
+}
+
+/// What the directory keeps per key hash.
+#[derive(Debug, Clone)]
+struct KeyEntry {
+    tenant_id: TenantId,
+    key_id: String,
+    label: String,
+    read_only: bool,
+}
+
+/// Key hash to identity, for every active key of every tenant.
+#[derive(Default)]
+pub struct KeyDirectory {
+    by_hash: DashMap<String, KeyEntry>,
+}
+
+impl KeyDirectory {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Publishes an active key; revoked keys are removed instead.
+    pub fn publish(&self, key: &ApiKeyRecord) {
+        if key.revoked_at.is_some() {
+            self.by_hash.remove(&key.key_hash);
+            return;
+        }
+        self.by_hash.insert(
+            key.key_hash.clone(),
+            KeyEntry {
+                tenant_id: key.tenant_id.clone(),
+                key_id: key.id.clone(),
+                label: key.label.clone(),
+                read_only: key.read_only,
+            },
+        );
+    }
+
+    /// The identity behind a presented secret; `admin` is filled in by the caller, who
+    /// knows the tenant.
+    pub fn lookup(&self, secret: &str) -> Option<(TenantId, String, String, bool)> {
+        if !secret.starts_with(KEY_PREFIX) || secret.len() > KEY_MAX_LEN {
+            return None;
+        }
+        let entry = self.by_hash.get(&hash_key(secret))?;
+        Some((
+            entry.tenant_id.clone(),
+            entry.key_id.clone(),
+            entry.label.clone(),
+            entry.read_only,
+        ))
+    }
+}
+
+/// A fresh secret: `mv_` + 40 base62 characters (about 238 bits).
+pub fn generate_key_secret() -> String {
+    let random: String = rand::thread_rng()
+        .sample_iter(&Alphanumeric)
+        .take(KEY_RANDOM_CHARS)
+        .map(char::from)
+        .collect();
+    format!("{KEY_PREFIX}{random}")
+}
+
+pub fn hash_key(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+/// A key record for a secret; the secret itself is not kept.
+pub fn new_key_record(
+    tenant_id: &TenantId,
+    label: &str,
+    read_only: bool,
+    secret: &str,
+) -> ApiKeyRecord {
+    let id_suffix = uuid::Uuid::new_v4().simple().to_string();
+    ApiKeyRecord {
+        id: format!("key_{}", &id_suffix[..20]),
+        tenant_id: tenant_id.clone(),
+        label: label.to_owned(),
+        key_hash: hash_key(secret),
+        display_prefix: secret.chars().take(KEY_PREFIX.len() + 4).collect(),
+        read_only,
+        created_at: Utc::now(),
+        revoked_at: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_keys_have_the_prefix_and_differ() {
+        let first = generate_key_secret();
+        assert!(first.starts_with("mv_"));
+        assert_eq!(first.len(), 43);
+        assert_ne!(first, generate_key_secret());
+    }
+
+    #[test]
+    fn directory_finds_active_keys_only() {
+        let directory = KeyDirectory::default();
+        let tenant = TenantId::generate();
+        let secret = generate_key_secret();
+        let mut record = new_key_record(&tenant, "default", false, &secret);
+        assert!(!record.key_hash.contains(&secret[3..]));
+        directory.publish(&record);
+        let (found_tenant, key_id, label, read_only) = directory.lookup(&secret).unwrap();
+        assert_eq!(
+            (found_tenant, key_id.as_str(), label.as_str(), read_only),
+            (tenant, record.id.as_str(), "default", false)
+        );
+        assert!(directory.lookup(&format!("sk_{}", &secret[3..])).is_none());
+        assert!(directory.lookup("mv_unknown").is_none());
+        record.revoked_at = Some(Utc::now());
+        directory.publish(&record);
+        assert!(directory.lookup(&secret).is_none());
+    }
+}

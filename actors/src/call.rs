@@ -1,0 +1,31 @@
+//! Calling an actor with a timeout, its failures mapped to the crate's errors: a mailbox
+//! that is gone becomes `Unavailable` (503), a timeout `Timeout` (504).
+
+use std::time::Duration;
+
+use ractor::rpc::CallResult;
+use ractor::{ActorRef, RpcReplyPort};
+
+use crate::error::{Error, Result};
+
+pub async fn call_actor<M, T>(
+    actor: &ActorRef<M>,
+    build: impl FnOnce(RpcReplyPort<Result<T>>) -> M,
+    timeout: Duration,
+    what: &str,
+) -> Result<T>
+where
+    M: ractor::Message,
+    T: Send + 'static,
+{
+    match actor.call(build, Some(timeout)).await {
+        Ok(CallResult::Success(result)) => result,
+        Ok(CallResult::Timeout) => Err(Error::Timeout(what.to_owned())),
+        Ok(CallResult::SenderError) => Err(Error::Unavailable(format!(
+            "{what} stopped while handling the request; retry shortly"
+        ))),
+        Err(_) => Err(Error::Unavailable(format!(
+            "{what} is restarting; retry shortly"
+        ))),
+    }
+}

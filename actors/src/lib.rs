@@ -1,0 +1,38 @@
+//! memvault-actors: the actors and the behaviour they run.
+//!
+//! # Layout
+//!
+//! - [`root`]: the root supervisor; one tenant actor per tenant.
+//! - [`tenant`]: the tenant actor (collections, keys) and what it publishes.
+//! - [`collection`]: the collection actor, which serializes a collection's writes and
+//!   publishes snapshots that reads use without touching a mailbox.
+//! - [`service`]: [`Memvault`], the facade the HTTP edge calls, one method per use case.
+//! - [`index`]: a collection's vector (usearch) and text (Tantivy) indexes.
+//! - [`search`]: search requests, filters, candidate generation and rank fusion.
+//! - [`embedding`]: the in-process sentence-embedding model and its batching thread.
+//! - [`agent`]: API keys as agent identities, and the key directory used to authenticate.
+//! - [`memory`]: what creating or changing a memory carries, and its validation rules.
+//! - [`pageviews`]: cookieless pageview counts from the public beacon.
+//! - [`status`]: periodic self-checks behind the public status page.
+//! - [`limits`]: SPEC.md's limits, in one place.
+//!
+//! Actors know nothing of HTTP; storage goes through `memvault-storage`'s traits.
+
+pub mod agent;
+mod call;
+pub mod collection;
+pub mod embedding;
+pub mod error;
+pub mod index;
+pub mod limits;
+pub mod memory;
+pub mod pageviews;
+pub mod root;
+pub mod search;
+pub mod service;
+pub mod status;
+pub mod tenant;
+
+pub use agent::Agent;
+pub use error::{Error, Result};
+pub use service::{ListPage, Memvault, ServiceConfig};

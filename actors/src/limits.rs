@@ -1,0 +1,29 @@
+//! Limits from SPEC.md "Limits", in one place: validation and `GET /v1/memory/admin/me`
+//! both read them.
+
+/// Memory text, in characters (not bytes).
+pub const MEMORY_TEXT_MAX_CHARS: usize = 10_000;
+pub const MEMORY_TEXT_MIN_CHARS: usize = 1;
+/// Items in one bulk create.
+pub const BULK_MAX_ITEMS: usize = 100;
+/// Memory listing page size.
+pub const LIST_LIMIT_DEFAULT: usize = 50;
+pub const LIST_LIMIT_MAX: usize = 200;
+/// Search result count.
+pub const SEARCH_LIMIT_DEFAULT: usize = 5;
+pub const SEARCH_LIMIT_MAX: usize = 50;
+/// Short free-text fields (category, source, container tag, labels).
+pub const SHORT_FIELD_MAX_CHARS: usize = 200;
+/// Collection descriptions.
+pub const DESCRIPTION_MAX_CHARS: usize = 2_000;
+/// Serialized metadata object, in bytes.
+pub const METADATA_MAX_BYTES: usize = 16 * 1024;
+/// Default importance of a memory created without one.
+pub const DEFAULT_IMPORTANCE: f64 = 0.5;
+
+pub const SEARCH_MIN_SCORE_DEFAULT: f64 = 0.3;
+pub const RELATED_LIMIT_DEFAULT: usize = 5;
+pub const RELATED_MIN_SCORE_DEFAULT: f64 = 0.0;
+pub const FORGET_MIN_SCORE_DEFAULT: f64 = 0.5;
+pub const FORGET_LIMIT_DEFAULT: usize = 10;
+pub const FORGET_LIMIT_MAX: usize = 100;

@@ -1,0 +1,92 @@
+//! Collections: list, get, create, update, delete.
+
+use std::sync::Arc;
+
+use memvault_storage::{CollectionName, CollectionRecord, TenantId};
+use serde_json::{Map, Value};
+
+use super::Memvault;
+use crate::error::Result;
+use crate::tenant::{CollectionEntry, TenantMessage};
+
+/// A collection with its memory count, as listings show it.
+#[derive(Debug, Clone)]
+pub struct CollectionView {
+    pub record: Arc<CollectionRecord>,
+    pub memory_count: usize,
+}
+
+impl From<&CollectionEntry> for CollectionView {
+    fn from(entry: &CollectionEntry) -> Self {
+        Self {
+            record: entry.record.clone(),
+            memory_count: entry.handle.snapshot().memories.len(),
+        }
+    }
+}
+
+impl Memvault {
+    /// Every collection of the tenant, by name.
+    pub fn list_collections(&self, tenant: &TenantId) -> Result<Vec<CollectionView>> {
+        let snapshot = self.tenant_handle(tenant)?.snapshot();
+        Ok(snapshot
+            .collections
+            .values()
+            .map(CollectionView::from)
+            .collect())
+    }
+
+    pub fn get_collection(
+        &self,
+        tenant: &TenantId,
+        name: &CollectionName,
+    ) -> Result<CollectionView> {
+        Ok(CollectionView::from(&self.collection_entry(tenant, name)?))
+    }
+
+    pub async fn create_collection(
+        &self,
+        tenant: &TenantId,
+        name: CollectionName,
+        description: Option<String>,
+        metadata: Map<String, Value>,
+    ) -> Result<CollectionView> {
+        let entry = self
+            .call_tenant(tenant, |reply| TenantMessage::CreateCollection {
+                name,
+                description,
+                metadata,
+                reply,
+            })
+            .await?;
+        Ok(CollectionView::from(&entry))
+    }
+
+    /// Changes the given fields; `None` leaves a field as it is.
+    pub async fn update_collection(
+        &self,
+        tenant: &TenantId,
+        name: CollectionName,
+        description: Option<String>,
+        metadata: Option<Map<String, Value>>,
+    ) -> Result<CollectionView> {
+        let entry = self
+            .call_tenant(tenant, |reply| TenantMessage::UpdateCollection {
+                name,
+                description,
+                metadata,
+                reply,
+            })
+            .await?;
+        Ok(CollectionView::from(&entry))
+    }
+
+    /// Deletes the collection with all its memories.
+    pub async fn delete_collection(&self, tenant: &TenantId, name: CollectionName) -> Result<()> {
+        self.call_tenant(tenant, |reply| TenantMessage::DeleteCollection {
+            name,
+            reply,
+        })
+        .await
+    }
+}

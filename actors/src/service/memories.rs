@@ -1,0 +1,236 @@
+//! Memories: create (one or bulk), get, list, patch, pin, archive, delete, move.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use memvault_storage::{CollectionName, CreatedBy, MemoryRecord, StoredMemory, TenantId};
+
+use super::Memvault;
+use crate::agent::Agent;
+use crate::collection::CollectionMessage;
+use crate::error::{Error, Result};
+use crate::memory::{MemoryChange, MemoryPatch, NewMemory};
+
+/// Which page of a listing to return.
+#[derive(Debug, Clone, Copy)]
+pub struct ListPage {
+    pub offset: usize,
+    pub limit: usize,
+    pub include_archived: bool,
+}
+
+impl Memvault {
+    /// Embeds the texts in one batch, then persists all memories in one actor call (one
+    /// atomic store write). The collection is created when missing.
+    pub async fn create_memories(
+        &self,
+        agent: &Agent,
+        collection: &CollectionName,
+        memories: Vec<NewMemory>,
+    ) -> Result<Vec<Arc<MemoryRecord>>> {
+        let texts = memories.iter().map(|memory| memory.text.clone()).collect();
+        let embeddings = self.inner.embedder.embed(texts).await?;
+        let handle = self.ensure_collection(&agent.tenant_id, collection).await?;
+        let now = Utc::now();
+        let created_by = CreatedBy {
+            id: agent.key_id.clone(),
+            label: agent.label.clone(),
+        };
+        let stored = memories
+            .into_iter()
+            .zip(embeddings)
+            .map(|(memory, embedding)| StoredMemory {
+                record: MemoryRecord {
+                    id: uuid::Uuid::now_v7().to_string(),
+                    text: memory.text,
+                    importance: memory.importance,
+                    category: memory.category,
+                    source: memory.source,
+                    metadata: memory.metadata,
+                    container_tag: memory.container_tag,
+                    images: Vec::new(),
+                    created_at: now,
+                    updated_at: now,
+                    pinned: false,
+                    archived: false,
+                    created_by: created_by.clone(),
+                    superseded_by: None,
+                    expires_at: None,
+                    index_key: 0,
+                },
+                embedding,
+            })
+            .collect();
+        self.call_collection(&handle, |reply| CollectionMessage::Insert {
+            memories: stored,
+            reply,
+        })
+        .await
+    }
+
+    pub fn get_memory(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        id: &str,
+    ) -> Result<Arc<MemoryRecord>> {
+        let entry = self.collection_entry(tenant, collection)?;
+        entry
+            .handle
+            .snapshot()
+            .memories
+            .get(id)
+            .cloned()
+            .ok_or_else(|| memory_not_found(id, collection))
+    }
+
+    /// One page, pinned first, then newest first.
+    pub fn list_memories(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        page: ListPage,
+    ) -> Result<Vec<Arc<MemoryRecord>>> {
+        let entry = self.collection_entry(tenant, collection)?;
+        Ok(entry
+            .handle
+            .snapshot()
+            .page(page.offset, page.limit, page.include_archived))
+    }
+
+    /// Changes only the given fields; a text change is re-embedded first.
+    pub async fn patch_memory(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        id: &str,
+        patch: MemoryPatch,
+    ) -> Result<Arc<MemoryRecord>> {
+        let current = self.get_memory(tenant, collection, id)?;
+        let text = match patch.text {
+            Some(text) if text != current.text => {
+                let embedding = self.inner.embedder.embed_one(text.clone()).await?;
+                Some((text, embedding))
+            }
+            _ => None,
+        };
+        let change = MemoryChange {
+            text,
+            importance: patch.importance,
+            category: patch.category,
+            metadata: patch.metadata,
+            ..MemoryChange::default()
+        };
+        self.update_memory(tenant, collection, id, change).await
+    }
+
+    pub async fn set_pinned(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        id: &str,
+        pinned: bool,
+    ) -> Result<Arc<MemoryRecord>> {
+        let change = MemoryChange {
+            pinned: Some(pinned),
+            ..MemoryChange::default()
+        };
+        self.update_memory(tenant, collection, id, change).await
+    }
+
+    pub async fn set_archived(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        id: &str,
+        archived: bool,
+    ) -> Result<Arc<MemoryRecord>> {
+        let change = MemoryChange {
+            archived: Some(archived),
+            ..MemoryChange::default()
+        };
+        self.update_memory(tenant, collection, id, change).await
+    }
+
+    async fn update_memory(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        id: &str,
+        change: MemoryChange,
+    ) -> Result<Arc<MemoryRecord>> {
+        let entry = self.collection_entry(tenant, collection)?;
+        let id = id.to_owned();
+        self.call_collection(&entry.handle, |reply| CollectionMessage::Update {
+            id,
+            change,
+            reply,
+        })
+        .await
+    }
+
+    pub async fn delete_memory(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        id: &str,
+    ) -> Result<()> {
+        let entry = self.collection_entry(tenant, collection)?;
+        let id = id.to_owned();
+        self.call_collection(&entry.handle, |reply| CollectionMessage::Delete {
+            id,
+            reply,
+        })
+        .await
+    }
+
+    /// Moves a memory to another collection of the tenant (created when missing), keeping
+    /// its id. The store moves it in one atomic write; then the source forgets it.
+    pub async fn move_memory(
+        &self,
+        tenant: &TenantId,
+        from: &CollectionName,
+        id: &str,
+        to: &CollectionName,
+    ) -> Result<Arc<MemoryRecord>> {
+        let current = self.get_memory(tenant, from, id)?;
+        if from == to {
+            return Ok(current);
+        }
+        let source = self.collection_entry(tenant, from)?;
+        let target = self.ensure_collection(tenant, to).await?;
+        let (store, owner, source_name, key) = (
+            self.inner.store.clone(),
+            tenant.clone(),
+            from.clone(),
+            id.to_owned(),
+        );
+        let stored = tokio::task::spawn_blocking(move || store.memory(&owner, &source_name, &key))
+            .await
+            .map_err(|error| {
+                Error::Unavailable(format!("storage task did not complete: {error}"))
+            })??
+            .ok_or_else(|| memory_not_found(id, from))?;
+        let from_name = from.clone();
+        let moved = self
+            .call_collection(&target, |reply| CollectionMessage::Adopt {
+                memory: stored,
+                from: from_name,
+                reply,
+            })
+            .await?;
+        let evicted = id.to_owned();
+        self.call_collection(&source.handle, |reply| CollectionMessage::Evict {
+            id: evicted,
+            reply,
+        })
+        .await?;
+        Ok(moved)
+    }
+}
+
+fn memory_not_found(id: &str, collection: &CollectionName) -> Error {
+    Error::NotFound(format!(
+        "memory '{id}' not found in collection '{collection}'"
+    ))
+}

@@ -1,0 +1,323 @@
+//! Search, related and forget. Searches read the published snapshots and indexes on a
+//! blocking thread; they never wait in an actor's mailbox.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::Utc;
+use memvault_storage::{CollectionName, MemoryRecord, TenantId};
+
+use super::Memvault;
+use crate::collection::{CollectionHandle, CollectionSnapshot};
+use crate::error::{Error, Result};
+use crate::index::{CollectionIndexes, IndexError};
+use crate::search::cache::fingerprint;
+use crate::search::engine::{search_collection, vector_candidates};
+use crate::search::{SearchFilter, SearchHit, SearchMode, SearchOutcome, SearchQuery, Skipped};
+
+/// Why `rewrite` and `rerank` do not run yet.
+const NO_LLM: &str = "no LLM is configured";
+
+/// One collection as a search sees it: a consistent snapshot and its indexes.
+struct Target {
+    name: CollectionName,
+    handle: Arc<CollectionHandle>,
+    snapshot: Arc<CollectionSnapshot>,
+    indexes: Arc<CollectionIndexes>,
+}
+
+impl Memvault {
+    /// Searches one collection (`scope` = its name) or every collection of the tenant.
+    pub async fn search(
+        &self,
+        tenant: &TenantId,
+        scope: Option<&CollectionName>,
+        query: SearchQuery,
+    ) -> Result<SearchOutcome> {
+        let started = Instant::now();
+        let targets = self.search_targets(tenant, scope)?;
+        let skipped = skipped_steps(&query);
+        let key = cache_key(tenant, scope, &targets, &query);
+        if let Some(hits) = self.inner.caches.results(key) {
+            return Ok(SearchOutcome {
+                hits,
+                query_embedding_ms: 0.0,
+                search_ms: elapsed_ms(started),
+                cached: true,
+                skipped,
+            });
+        }
+        let (vector, query_embedding_ms) = match query.mode {
+            SearchMode::Text => (None, 0.0),
+            SearchMode::Vector | SearchMode::Hybrid => {
+                let embedding_started = Instant::now();
+                let vector = self.query_embedding(&query.text).await?;
+                (Some(vector), elapsed_ms(embedding_started))
+            }
+        };
+        let search_started = Instant::now();
+        let limit = query.limit;
+        let hits = tokio::task::spawn_blocking(move || -> Result<Vec<SearchHit>, IndexError> {
+            let now = Utc::now();
+            let mut hits = Vec::new();
+            for target in &targets {
+                let found = search_collection(
+                    &target.snapshot,
+                    &target.indexes,
+                    &query,
+                    vector.as_deref().map(Vec::as_slice),
+                    now,
+                )?;
+                hits.extend(found.into_iter().map(|(memory, score)| SearchHit {
+                    memory,
+                    score,
+                    collection: target.name.clone(),
+                }));
+            }
+            if targets.len() > 1 {
+                hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+                hits.truncate(limit);
+            }
+            Ok(hits)
+        })
+        .await
+        .map_err(|error| Error::Unavailable(format!("search did not complete: {error}")))?
+        .map_err(index_unavailable)?;
+        let hits = Arc::new(hits);
+        self.inner.caches.store_results(key, hits.clone());
+        Ok(SearchOutcome {
+            hits,
+            query_embedding_ms,
+            search_ms: elapsed_ms(search_started),
+            cached: false,
+            skipped,
+        })
+    }
+
+    /// The memories nearest to memory `id` by its own embedding: not itself, not archived,
+    /// not superseded or expired.
+    pub async fn related(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        id: &str,
+        limit: usize,
+        min_score: f32,
+    ) -> Result<SearchOutcome> {
+        let started = Instant::now();
+        let target = self.search_target(tenant, collection)?;
+        let anchor = target.snapshot.memories.get(id).cloned().ok_or_else(|| {
+            Error::NotFound(format!(
+                "memory '{id}' not found in collection '{collection}'"
+            ))
+        })?;
+        let vector = match target.indexes.vector.vector(anchor.index_key) {
+            Some(vector) => vector,
+            None => self.stored_embedding(tenant, collection, id).await?,
+        };
+        let anchor_id = anchor.id.clone();
+        let hits = tokio::task::spawn_blocking(move || -> Result<Vec<SearchHit>, IndexError> {
+            let now = Utc::now();
+            let filter = SearchFilter::default();
+            let accept =
+                |memory: &MemoryRecord| memory.id != anchor_id && filter.accepts(memory, now);
+            let found = vector_candidates(
+                &target.snapshot,
+                &target.indexes,
+                &vector,
+                limit,
+                false,
+                &accept,
+            )?;
+            Ok(found
+                .into_iter()
+                .filter(|(_, similarity)| *similarity >= min_score)
+                .filter_map(|(key, similarity)| {
+                    target.snapshot.by_key(key).map(|memory| SearchHit {
+                        memory: memory.clone(),
+                        score: similarity,
+                        collection: target.name.clone(),
+                    })
+                })
+                .collect())
+        })
+        .await
+        .map_err(|error| Error::Unavailable(format!("search did not complete: {error}")))?
+        .map_err(index_unavailable)?;
+        Ok(SearchOutcome {
+            hits: Arc::new(hits),
+            query_embedding_ms: 0.0,
+            search_ms: elapsed_ms(started),
+            cached: false,
+            skipped: Vec::new(),
+        })
+    }
+
+    /// Semantic delete: removes up to `limit` memories whose similarity to `query` is at
+    /// least `min_score` (archived, superseded and expired ones included: forgetting means
+    /// gone). Returns what was deleted, best match first.
+    pub async fn forget(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        query: &str,
+        min_score: f32,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>> {
+        let target = self.search_target(tenant, collection)?;
+        let vector = self.query_embedding(query).await?;
+        let snapshot = target.snapshot.clone();
+        let indexes = target.indexes.clone();
+        let matches = tokio::task::spawn_blocking(move || {
+            vector_candidates(
+                &snapshot,
+                &indexes,
+                &vector,
+                limit,
+                true,
+                &|_: &MemoryRecord| true,
+            )
+        })
+        .await
+        .map_err(|error| Error::Unavailable(format!("search did not complete: {error}")))?
+        .map_err(index_unavailable)?;
+        let mut deleted = Vec::new();
+        for (key, similarity) in matches {
+            if similarity < min_score {
+                continue;
+            }
+            let Some(memory) = target.snapshot.by_key(key).cloned() else {
+                continue;
+            };
+            match self.delete_memory(tenant, collection, &memory.id).await {
+                Ok(()) => deleted.push(SearchHit {
+                    memory,
+                    score: similarity,
+                    collection: collection.clone(),
+                }),
+                // Deleted by someone else meanwhile: nothing left to forget.
+                Err(Error::NotFound(_)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(deleted)
+    }
+
+    async fn query_embedding(&self, text: &str) -> Result<Arc<Vec<f32>>> {
+        if let Some(vector) = self.inner.caches.embedding(text) {
+            return Ok(vector);
+        }
+        let vector = Arc::new(self.inner.embedder.embed_one(text.to_owned()).await?);
+        self.inner
+            .caches
+            .store_embedding(text.to_owned(), vector.clone());
+        Ok(vector)
+    }
+
+    async fn stored_embedding(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        id: &str,
+    ) -> Result<Vec<f32>> {
+        let (store, tenant, collection, key) = (
+            self.inner.store.clone(),
+            tenant.clone(),
+            collection.clone(),
+            id.to_owned(),
+        );
+        let stored = tokio::task::spawn_blocking(move || store.memory(&tenant, &collection, &key))
+            .await
+            .map_err(|error| {
+                Error::Unavailable(format!("storage task did not complete: {error}"))
+            })??;
+        stored
+            .map(|memory| memory.embedding)
+            .ok_or_else(|| Error::NotFound(format!("memory '{id}' not found")))
+    }
+
+    fn search_targets(
+        &self,
+        tenant: &TenantId,
+        scope: Option<&CollectionName>,
+    ) -> Result<Vec<Target>> {
+        match scope {
+            Some(name) => Ok(vec![self.search_target(tenant, name)?]),
+            None => {
+                let snapshot = self.tenant_handle(tenant)?.snapshot();
+                snapshot
+                    .collections
+                    .keys()
+                    .map(|name| self.search_target(tenant, name))
+                    .collect()
+            }
+        }
+    }
+
+    fn search_target(&self, tenant: &TenantId, name: &CollectionName) -> Result<Target> {
+        let handle = self.collection_entry(tenant, name)?.handle;
+        let indexes = handle.indexes.load_full().ok_or_else(|| {
+            Error::Unavailable(format!("collection '{name}' is restarting; retry shortly"))
+        })?;
+        Ok(Target {
+            name: name.clone(),
+            snapshot: handle.snapshot(),
+            handle,
+            indexes,
+        })
+    }
+}
+
+fn skipped_steps(query: &SearchQuery) -> Vec<Skipped> {
+    [("rewrite", query.rewrite), ("rerank", query.rerank)]
+        .into_iter()
+        .filter(|(_, asked)| *asked)
+        .map(|(step, _)| Skipped {
+            step,
+            reason: NO_LLM.to_owned(),
+        })
+        .collect()
+}
+
+/// Every input of the answer: the request, and the identity and version of each collection
+/// searched.
+fn cache_key(
+    tenant: &TenantId,
+    scope: Option<&CollectionName>,
+    targets: &[Target],
+    query: &SearchQuery,
+) -> u64 {
+    let versions: Vec<(u64, u64)> = targets
+        .iter()
+        .map(|target| (target.handle.id, target.snapshot.version))
+        .collect();
+    let filter = &query.filter;
+    let metadata = filter
+        .metadata
+        .as_ref()
+        .map(|metadata| serde_json::Value::Object(metadata.clone()).to_string());
+    fingerprint((
+        tenant.as_str(),
+        scope.map(CollectionName::as_str),
+        versions,
+        &query.text,
+        query.limit,
+        query.min_score.to_bits(),
+        query.mode,
+        query.fusion,
+        (
+            &filter.category,
+            &filter.container_tag,
+            metadata,
+            filter.include_archived,
+        ),
+    ))
+}
+
+fn index_unavailable(error: IndexError) -> Error {
+    Error::Unavailable(format!("the search index failed: {error}"))
+}
+
+fn elapsed_ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}

@@ -1,0 +1,174 @@
+//! Tenants and authentication.
+
+use std::sync::Arc;
+
+use chrono::{Duration as ChronoDuration, Utc};
+use memvault_storage::{TenantId, TenantRecord};
+
+use super::Memvault;
+use crate::agent::{generate_key_secret, new_key_record, Agent, KEY_PREFIX};
+use crate::call::call_actor;
+use crate::error::{Error, Result};
+use crate::root::RootMessage;
+
+/// A validated tenant to create.
+#[derive(Debug, Clone)]
+pub struct NewTenant {
+    pub name: String,
+    pub email: String,
+    pub tier: String,
+    pub admin: bool,
+}
+
+/// Usage counts of one tenant (`GET /v1/memory/admin/stats`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TenantStats {
+    pub collections: usize,
+    pub memories: usize,
+    pub storage_bytes: u64,
+    pub added_7d: usize,
+    pub added_30d: usize,
+}
+
+/// What start-up bootstrapping did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BootstrapOutcome {
+    /// Tenants existed already: nothing was created, nothing is printed.
+    AlreadyBootstrapped,
+    /// The admin tenant was created with the key the operator supplied.
+    CreatedWithSuppliedKey,
+    /// The admin tenant was created with this generated key, to be printed once.
+    CreatedWithGeneratedKey(String),
+}
+
+impl Memvault {
+    /// The agent behind a presented API key, if it is an active key of a live tenant.
+    pub fn authenticate(&self, secret: &str) -> Option<Agent> {
+        let (tenant_id, key_id, label, read_only) = self.inner.keys.lookup(secret)?;
+        let admin = self.inner.tenants.get(&tenant_id)?.snapshot().record.admin;
+        Some(Agent {
+            tenant_id,
+            key_id,
+            label,
+            read_only,
+            admin,
+        })
+    }
+
+    /// On an empty store, creates the admin-flagged tenant. A supplied key must start
+    /// with `mv_`; without one a key is generated and returned for printing.
+    pub async fn bootstrap(&self, supplied_key: Option<String>) -> Result<BootstrapOutcome> {
+        if !self.inner.tenants.is_empty() {
+            return Ok(BootstrapOutcome::AlreadyBootstrapped);
+        }
+        if let Some(key) = &supplied_key {
+            if !key.starts_with(KEY_PREFIX) || key.len() < KEY_PREFIX.len() + 16 {
+                return Err(Error::Invalid(format!(
+                    "MEMVAULT_BOOTSTRAP_KEY must start with {KEY_PREFIX} and have at least 16 characters after it"
+                )));
+            }
+        }
+        let new = NewTenant {
+            name: "admin".to_owned(),
+            email: "admin@localhost".to_owned(),
+            tier: "admin".to_owned(),
+            admin: true,
+        };
+        let generated = supplied_key.is_none();
+        let secret = supplied_key.unwrap_or_else(generate_key_secret);
+        self.create_tenant_with_key(new, "bootstrap", secret.clone())
+            .await?;
+        Ok(if generated {
+            BootstrapOutcome::CreatedWithGeneratedKey(secret)
+        } else {
+            BootstrapOutcome::CreatedWithSuppliedKey
+        })
+    }
+
+    /// Creates a tenant and its first key; returns the record and the key, shown once.
+    pub async fn create_tenant(&self, new: NewTenant) -> Result<(TenantRecord, String)> {
+        let email_taken = self.inner.tenants.iter().any(|tenant| {
+            tenant
+                .snapshot()
+                .record
+                .email
+                .eq_ignore_ascii_case(&new.email)
+        });
+        if email_taken {
+            return Err(Error::Conflict(format!(
+                "a tenant with email '{}' already exists",
+                new.email
+            )));
+        }
+        let secret = generate_key_secret();
+        let record = self
+            .create_tenant_with_key(new, "default", secret.clone())
+            .await?;
+        Ok((record, secret))
+    }
+
+    async fn create_tenant_with_key(
+        &self,
+        new: NewTenant,
+        label: &str,
+        secret: String,
+    ) -> Result<TenantRecord> {
+        let record = TenantRecord {
+            id: TenantId::generate(),
+            name: new.name,
+            email: new.email,
+            tier: new.tier,
+            admin: new.admin,
+            created_at: Utc::now(),
+        };
+        let key = new_key_record(&record.id, label, false, &secret);
+        let stored = record.clone();
+        call_actor(
+            &self.inner.root,
+            |reply| RootMessage::CreateTenant {
+                record: Box::new(stored),
+                key: Box::new(key),
+                reply,
+            },
+            self.inner.config.call_timeout,
+            "the root supervisor",
+        )
+        .await?;
+        Ok(record)
+    }
+
+    pub fn tenant(&self, tenant: &TenantId) -> Result<Arc<TenantRecord>> {
+        Ok(self.tenant_handle(tenant)?.snapshot().record.clone())
+    }
+
+    pub async fn tenant_stats(&self, tenant: &TenantId) -> Result<TenantStats> {
+        let snapshot = self.tenant_handle(tenant)?.snapshot();
+        let now = Utc::now();
+        let (week_ago, month_ago) = (
+            now - ChronoDuration::days(7),
+            now - ChronoDuration::days(30),
+        );
+        let mut stats = TenantStats {
+            collections: snapshot.collections.len(),
+            memories: 0,
+            storage_bytes: 0,
+            added_7d: 0,
+            added_30d: 0,
+        };
+        for entry in snapshot.collections.values() {
+            let collection = entry.handle.snapshot();
+            stats.memories += collection.memories.len();
+            for memory in collection.memories.values() {
+                stats.added_7d += usize::from(memory.created_at >= week_ago);
+                stats.added_30d += usize::from(memory.created_at >= month_ago);
+            }
+        }
+        let (store, tenant) = (self.inner.store.clone(), tenant.clone());
+        stats.storage_bytes = tokio::task::spawn_blocking(move || store.tenant_bytes(&tenant))
+            .await
+            .map_err(|error| {
+                Error::Unavailable(format!("storage task did not complete: {error}"))
+            })??;
+        Ok(stats)
+    }
+}

@@ -1,0 +1,231 @@
+//! Periodic self-checks behind the public `GET /v1/status`: each check reads the store and
+//! embeds a short text, and its outcome is kept for 24 hours. No tenant data is involved.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+
+use crate::service::Memvault;
+
+const HISTORY: ChronoDuration = ChronoDuration::hours(24);
+const CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+const RECENT_CHECKS_SHOWN: usize = 20;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HealthCheck {
+    pub at: DateTime<Utc>,
+    pub ok: bool,
+    pub latency_ms: f64,
+    /// Why the check failed; None when it passed.
+    pub detail: Option<String>,
+}
+
+/// A run of consecutive failed checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Incident {
+    pub started_at: DateTime<Utc>,
+    /// None while the incident is ongoing.
+    pub resolved_at: Option<DateTime<Utc>>,
+    pub failed_checks: usize,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusReport {
+    /// `operational` when the last check passed, `degraded` otherwise.
+    pub state: &'static str,
+    pub started_at: DateTime<Utc>,
+    /// Percentage of passed checks in the last 24 hours (100 before the first check).
+    pub uptime_24h_percent: f64,
+    pub checks_24h: usize,
+    /// Newest first.
+    pub recent_checks: Vec<HealthCheck>,
+    /// Newest first.
+    pub incidents: Vec<Incident>,
+}
+
+pub struct StatusMonitor {
+    started_at: DateTime<Utc>,
+    /// Checks of the last 24 hours, oldest first.
+    history: Mutex<VecDeque<HealthCheck>>,
+}
+
+impl StatusMonitor {
+    /// Runs a first check now and then one every `interval`, until the service stops.
+    pub fn spawn(service: Memvault, interval: Duration) -> Arc<Self> {
+        let monitor = Arc::new(Self {
+            started_at: Utc::now(),
+            history: Mutex::new(VecDeque::new()),
+        });
+        let weak = Arc::downgrade(&monitor);
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(interval);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticker.tick().await;
+                let Some(monitor) = weak.upgrade() else {
+                    return;
+                };
+                if !service.is_running() {
+                    return;
+                }
+                let check = run_check(&service).await;
+                if !check.ok {
+                    tracing::warn!(detail = ?check.detail, "status self-check failed");
+                }
+                monitor.record(check);
+            }
+        });
+        monitor
+    }
+
+    pub fn record(&self, check: HealthCheck) {
+        let mut history = self
+            .history
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let horizon = check.at - HISTORY;
+        history.push_back(check);
+        while history.front().is_some_and(|oldest| oldest.at < horizon) {
+            history.pop_front();
+        }
+    }
+
+    pub fn report(&self) -> StatusReport {
+        let history = self
+            .history
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let passed = history.iter().filter(|check| check.ok).count();
+        let uptime = if history.is_empty() {
+            100.0
+        } else {
+            passed as f64 * 100.0 / history.len() as f64
+        };
+        let state = match history.back() {
+            Some(last) if !last.ok => "degraded",
+            _ => "operational",
+        };
+        StatusReport {
+            state,
+            started_at: self.started_at,
+            uptime_24h_percent: (uptime * 100.0).round() / 100.0,
+            checks_24h: history.len(),
+            recent_checks: history
+                .iter()
+                .rev()
+                .take(RECENT_CHECKS_SHOWN)
+                .cloned()
+                .collect(),
+            incidents: incidents(&history),
+        }
+    }
+}
+
+fn incidents(history: &VecDeque<HealthCheck>) -> Vec<Incident> {
+    let mut found: Vec<Incident> = Vec::new();
+    let mut open: Option<Incident> = None;
+    for check in history {
+        match (&mut open, check.ok) {
+            (None, false) => {
+                open = Some(Incident {
+                    started_at: check.at,
+                    resolved_at: None,
+                    failed_checks: 1,
+                    detail: check.detail.clone().unwrap_or_default(),
+                })
+            }
+            (Some(incident), false) => incident.failed_checks += 1,
+            (Some(_), true) => {
+                if let Some(mut incident) = open.take() {
+                    incident.resolved_at = Some(check.at);
+                    found.push(incident);
+                }
+            }
+            (None, true) => {}
+        }
+    }
+    found.extend(open);
+    found.reverse();
+    found
+}
+
+async fn run_check(service: &Memvault) -> HealthCheck {
+    let started = Instant::now();
+    let store = service.store().clone();
+    let store_check = tokio::task::spawn_blocking(move || store.tenants().map(|_| ()));
+    let embed_check = service
+        .embedder()
+        .embed_one("memvault status self-check".to_owned());
+    let outcome = tokio::time::timeout(CHECK_TIMEOUT, async {
+        match store_check.await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => return Err(format!("store: {error}")),
+            Err(error) => return Err(format!("store: {error}")),
+        }
+        embed_check
+            .await
+            .map(|_| ())
+            .map_err(|error| format!("embedder: {error}"))
+    })
+    .await
+    .unwrap_or_else(|_| Err("check timed out".to_owned()));
+    HealthCheck {
+        at: Utc::now(),
+        ok: outcome.is_ok(),
+        latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+        detail: outcome.err(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(minutes_ago: i64, ok: bool) -> HealthCheck {
+        HealthCheck {
+            at: Utc::now() - ChronoDuration::minutes(minutes_ago),
+            ok,
+            latency_ms: 1.0,
+            detail: (!ok).then(|| "store: down".to_owned()),
+        }
+    }
+
+    fn monitor() -> StatusMonitor {
+        StatusMonitor {
+            started_at: Utc::now(),
+            history: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    #[test]
+    fn uptime_and_incidents_follow_the_checks() {
+        let monitor = monitor();
+        for (minutes_ago, ok) in [(5, true), (4, false), (3, false), (2, true), (1, false)] {
+            monitor.record(check(minutes_ago, ok));
+        }
+        let report = monitor.report();
+        assert_eq!(report.state, "degraded");
+        assert_eq!(report.checks_24h, 5);
+        assert_eq!(report.uptime_24h_percent, 40.0);
+        assert_eq!(report.incidents.len(), 2);
+        assert!(
+            report.incidents[0].resolved_at.is_none(),
+            "newest incident is ongoing"
+        );
+        assert_eq!(report.incidents[1].failed_checks, 2);
+    }
+
+    #[test]
+    fn checks_older_than_a_day_are_forgotten() {
+        let monitor = monitor();
+        monitor.record(check(25 * 60, false));
+        monitor.record(check(1, true));
+        let report = monitor.report();
+        assert_eq!(report.checks_24h, 1);
+        assert_eq!(report.uptime_24h_percent, 100.0);
+        assert_eq!(report.state, "operational");
+    }
+}

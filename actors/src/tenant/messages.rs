@@ -1,0 +1,44 @@
+//! What a tenant actor is asked to do.
+
+use std::sync::Arc;
+
+use memvault_storage::{ApiKeyRecord, CollectionName};
+use ractor::RpcReplyPort;
+use serde_json::{Map, Value};
+
+use super::state::CollectionEntry;
+use crate::error::Result;
+
+pub enum TenantMessage {
+    /// The collection, created when missing (auto-create on first write).
+    EnsureCollection {
+        name: CollectionName,
+        reply: RpcReplyPort<Result<CollectionEntry>>,
+    },
+    /// Creates a collection; a conflict when it exists.
+    CreateCollection {
+        name: CollectionName,
+        description: Option<String>,
+        metadata: Map<String, Value>,
+        reply: RpcReplyPort<Result<CollectionEntry>>,
+    },
+    /// Changes the given fields of an existing collection.
+    UpdateCollection {
+        name: CollectionName,
+        description: Option<String>,
+        metadata: Option<Map<String, Value>>,
+        reply: RpcReplyPort<Result<CollectionEntry>>,
+    },
+    /// Deletes a collection with all its memories.
+    DeleteCollection {
+        name: CollectionName,
+        reply: RpcReplyPort<Result<()>>,
+    },
+    /// Stores and publishes a new API key of this tenant.
+    AddKey {
+        key: ApiKeyRecord,
+        reply: RpcReplyPort<Result<Arc<ApiKeyRecord>>>,
+    },
+    /// Sent to itself after a back-off: restart a failed collection actor.
+    RestartCollection { name: CollectionName },
+}

@@ -1,0 +1,52 @@
+//! What a tenant actor owns and publishes.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use arc_swap::{ArcSwap, ArcSwapOption};
+use memvault_storage::{CollectionName, CollectionRecord, TenantRecord};
+use ractor::ActorRef;
+
+use super::messages::TenantMessage;
+use crate::collection::CollectionHandle;
+
+/// One collection as the tenant sees it: its record and the handle of its actor.
+#[derive(Clone)]
+pub struct CollectionEntry {
+    pub record: Arc<CollectionRecord>,
+    pub handle: Arc<CollectionHandle>,
+}
+
+/// An immutable view of a tenant: its record and its collections, published by the
+/// tenant actor after every change.
+#[derive(Clone)]
+pub struct TenantSnapshot {
+    pub record: Arc<TenantRecord>,
+    pub collections: imbl::OrdMap<CollectionName, CollectionEntry>,
+}
+
+/// The part of a tenant that outlives any one tenant actor, kept in the root registry.
+pub struct TenantHandle {
+    pub snapshot: ArcSwap<TenantSnapshot>,
+    /// `None` while the actor is being restarted.
+    pub actor: ArcSwapOption<ActorRef<TenantMessage>>,
+    /// How many times the actor was restarted after a failure.
+    pub restarts: AtomicU64,
+}
+
+impl TenantHandle {
+    pub fn new(record: TenantRecord) -> Arc<Self> {
+        Arc::new(Self {
+            snapshot: ArcSwap::from_pointee(TenantSnapshot {
+                record: Arc::new(record),
+                collections: imbl::OrdMap::new(),
+            }),
+            actor: ArcSwapOption::empty(),
+            restarts: AtomicU64::new(0),
+        })
+    }
+
+    pub fn snapshot(&self) -> Arc<TenantSnapshot> {
+        self.snapshot.load_full()
+    }
+}

@@ -1,0 +1,199 @@
+//! `/v1/memory/admin`: tenant creation (admin-flagged tenants), the caller's account, and
+//! its usage counts.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use memvault_actors::limits;
+use memvault_actors::service::NewTenant;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::auth::{Admin, Authenticated};
+use super::extract::ApiJson;
+use super::AppState;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/memory/admin/tenants", post(create_tenant))
+        .route("/v1/memory/admin/me", get(me))
+        .route("/v1/memory/admin/stats", get(stats))
+}
+
+const NAME_MAX_CHARS: usize = 200;
+const EMAIL_MAX_CHARS: usize = 254;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTenantRequest {
+    pub name: String,
+    pub email: String,
+    /// Default `free`.
+    pub tier: Option<String>,
+    /// Admin-flagged tenants may create tenants and read operator endpoints. Default false.
+    pub admin: Option<bool>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TenantCreatedResponse {
+    pub id: String,
+    pub name: String,
+    pub email: String,
+    pub tier: String,
+    pub admin: bool,
+    /// The tenant's first API key; shown this once.
+    pub api_key: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LimitsResponse {
+    pub memory_text_max_chars: usize,
+    pub bulk_max_items: usize,
+    pub list_limit_max: usize,
+    pub search_limit_max: usize,
+    pub max_request_body_bytes: usize,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeySummary {
+    pub id: String,
+    pub label: String,
+    pub read_only: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MeResponse {
+    pub id: String,
+    pub name: String,
+    pub email: String,
+    pub tier: String,
+    pub admin: bool,
+    pub created_at: DateTime<Utc>,
+    /// The key this request was made with.
+    pub key: KeySummary,
+    pub limits: LimitsResponse,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StatsResponse {
+    pub collections: usize,
+    pub memories: usize,
+    /// Bytes the tenant's records take in the store.
+    pub storage_bytes: u64,
+    pub added_7d: usize,
+    pub added_30d: usize,
+}
+
+impl CreateTenantRequest {
+    fn validate(self) -> ApiResult<NewTenant> {
+        let name = self.name.trim().to_owned();
+        if name.is_empty() || name.chars().count() > NAME_MAX_CHARS {
+            return Err(ApiError::Validation(format!(
+                "name must be 1 to {NAME_MAX_CHARS} characters"
+            )));
+        }
+        let email = self.email.trim().to_owned();
+        let plausible = email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && !domain.is_empty() && !domain.contains('@')
+        });
+        if !plausible
+            || email.chars().count() > EMAIL_MAX_CHARS
+            || email.contains(char::is_whitespace)
+        {
+            return Err(ApiError::Validation(format!(
+                "email '{email}' is not a valid address"
+            )));
+        }
+        let tier = self.tier.unwrap_or_else(|| "free".to_owned());
+        if tier.is_empty() || tier.chars().count() > 50 {
+            return Err(ApiError::Validation(
+                "tier must be 1 to 50 characters".to_owned(),
+            ));
+        }
+        Ok(NewTenant {
+            name,
+            email,
+            tier,
+            admin: self.admin.unwrap_or(false),
+        })
+    }
+}
+
+/// Creates a tenant with its first API key (admin-flagged tenants only).
+#[utoipa::path(post, path = "/v1/memory/admin/tenants", tag = "admin",
+    request_body = CreateTenantRequest,
+    responses((status = 201, body = TenantCreatedResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 409, body = ErrorBody, description = "email taken"),
+        (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn create_tenant(
+    State(state): State<AppState>,
+    Admin(_admin): Admin,
+    ApiJson(request): ApiJson<CreateTenantRequest>,
+) -> ApiResult<(StatusCode, Json<TenantCreatedResponse>)> {
+    let new = request.validate()?;
+    let (record, api_key) = state.service.create_tenant(new).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(TenantCreatedResponse {
+            id: record.id.to_string(),
+            name: record.name,
+            email: record.email,
+            tier: record.tier,
+            admin: record.admin,
+            api_key,
+        }),
+    ))
+}
+
+/// The caller's tenant, the key in use, and the limits that apply.
+#[utoipa::path(get, path = "/v1/memory/admin/me", tag = "admin",
+    responses((status = 200, body = MeResponse), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn me(
+    State(state): State<AppState>,
+    Authenticated(agent): Authenticated,
+) -> ApiResult<Json<MeResponse>> {
+    let tenant = state.service.tenant(&agent.tenant_id)?;
+    Ok(Json(MeResponse {
+        id: tenant.id.to_string(),
+        name: tenant.name.clone(),
+        email: tenant.email.clone(),
+        tier: tenant.tier.clone(),
+        admin: tenant.admin,
+        created_at: tenant.created_at,
+        key: KeySummary {
+            id: agent.key_id,
+            label: agent.label,
+            read_only: agent.read_only,
+        },
+        limits: LimitsResponse {
+            memory_text_max_chars: limits::MEMORY_TEXT_MAX_CHARS,
+            bulk_max_items: limits::BULK_MAX_ITEMS,
+            list_limit_max: limits::LIST_LIMIT_MAX,
+            search_limit_max: limits::SEARCH_LIMIT_MAX,
+            max_request_body_bytes: state.max_body_bytes,
+        },
+    }))
+}
+
+/// Usage counts of the caller's tenant.
+#[utoipa::path(get, path = "/v1/memory/admin/stats", tag = "admin",
+    responses((status = 200, body = StatsResponse), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn stats(
+    State(state): State<AppState>,
+    Authenticated(agent): Authenticated,
+) -> ApiResult<Json<StatsResponse>> {
+    let stats = state.service.tenant_stats(&agent.tenant_id).await?;
+    Ok(Json(StatsResponse {
+        collections: stats.collections,
+        memories: stats.memories,
+        storage_bytes: stats.storage_bytes,
+        added_7d: stats.added_7d,
+        added_30d: stats.added_30d,
+    }))
+}

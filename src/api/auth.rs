@@ -1,0 +1,87 @@
+//! Authentication extractors: `Authorization: Bearer mv_...` to an [`Agent`].
+//!
+//! - [`Authenticated`]: any active key.
+//! - [`Writer`]: a key that may write (read-only keys get 403).
+//! - [`Admin`]: a key of an admin-flagged tenant (others get 403).
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use memvault_actors::agent::KEY_PREFIX;
+use memvault_actors::Agent;
+
+use super::AppState;
+use crate::error::ApiError;
+
+pub struct Authenticated(pub Agent);
+pub struct Writer(pub Agent);
+pub struct Admin(pub Agent);
+
+/// The agent behind the request's bearer key, or the 401 that explains what is wrong.
+pub fn authenticate(parts: &Parts, state: &AppState) -> Result<Agent, ApiError> {
+    let header = parts.headers.get(AUTHORIZATION).ok_or_else(|| {
+        ApiError::Unauthorized(
+            "missing Authorization header; send 'Authorization: Bearer mv_...'".to_owned(),
+        )
+    })?;
+    let value = header
+        .to_str()
+        .map_err(|_| ApiError::Unauthorized("Authorization header is not valid text".to_owned()))?;
+    let (scheme, secret) = value.trim().split_once(' ').unwrap_or((value.trim(), ""));
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(ApiError::Unauthorized(
+            "Authorization header must use the Bearer scheme: 'Bearer mv_...'".to_owned(),
+        ));
+    }
+    let secret = secret.trim();
+    if secret.is_empty() {
+        return Err(ApiError::Unauthorized(
+            "Authorization header has no API key after 'Bearer'".to_owned(),
+        ));
+    }
+    if !secret.starts_with(KEY_PREFIX) {
+        return Err(ApiError::Unauthorized(format!(
+            "malformed API key: memvault keys start with '{KEY_PREFIX}'"
+        )));
+    }
+    state
+        .service
+        .authenticate(secret)
+        .ok_or_else(|| ApiError::Unauthorized("invalid or revoked API key".to_owned()))
+}
+
+impl FromRequestParts<AppState> for Authenticated {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        authenticate(parts, state).map(Authenticated)
+    }
+}
+
+impl FromRequestParts<AppState> for Writer {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let agent = authenticate(parts, state)?;
+        if agent.read_only {
+            return Err(ApiError::Forbidden(
+                "this API key is read-only; writes need a read-write key".to_owned(),
+            ));
+        }
+        Ok(Writer(agent))
+    }
+}
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let agent = authenticate(parts, state)?;
+        if !agent.admin {
+            return Err(ApiError::Forbidden(
+                "this endpoint needs a key of an admin-flagged tenant".to_owned(),
+            ));
+        }
+        Ok(Admin(agent))
+    }
+}

@@ -1,0 +1,207 @@
+//! `/v1/memory/collections`: list, create, get, update, delete.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use memvault_actors::limits::DESCRIPTION_MAX_CHARS;
+use memvault_actors::memory::validate_metadata;
+use memvault_actors::service::CollectionView;
+use memvault_storage::CollectionName;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use super::auth::{Authenticated, Writer};
+use super::extract::{ApiJson, ApiPath};
+use super::AppState;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/memory/collections", get(list).post(create))
+        .route(
+            "/v1/memory/collections/{collection}",
+            get(fetch).put(update).delete(remove),
+        )
+}
+
+/// A collection name from a path, for reading: a name that cannot exist is simply not
+/// found.
+pub fn existing_collection(raw: &str) -> ApiResult<CollectionName> {
+    CollectionName::parse(raw)
+        .map_err(|_| ApiError::NotFound(format!("collection '{raw}' not found")))
+}
+
+/// A collection name for writing (which may create it): an invalid name is a 422.
+pub fn collection_to_write(raw: &str) -> ApiResult<CollectionName> {
+    CollectionName::parse(raw).map_err(ApiError::Validation)
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CollectionResponse {
+    pub name: String,
+    pub description: Option<String>,
+    #[schema(value_type = Object)]
+    pub metadata: Map<String, Value>,
+    /// Memories in the collection, archived ones included.
+    pub memory_count: usize,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<CollectionView> for CollectionResponse {
+    fn from(view: CollectionView) -> Self {
+        let record = &*view.record;
+        Self {
+            name: record.name.to_string(),
+            description: record.description.clone(),
+            metadata: record.metadata.clone(),
+            memory_count: view.memory_count,
+            created_at: record.created_at,
+            updated_at: record.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateCollectionRequest {
+    /// 1 to 128 characters of letters, digits, `_`, `-` and `.`.
+    pub name: String,
+    pub description: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// Changes the given fields; a field left out keeps its value.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateCollectionRequest {
+    pub description: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+fn validate_description(description: Option<&String>) -> ApiResult<()> {
+    match description {
+        Some(text) if text.chars().count() > DESCRIPTION_MAX_CHARS => Err(ApiError::Validation(
+            format!("description must be at most {DESCRIPTION_MAX_CHARS} characters"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn validate_optional_metadata(metadata: Option<&Map<String, Value>>) -> ApiResult<()> {
+    metadata
+        .map(validate_metadata)
+        .transpose()
+        .map_err(ApiError::Validation)?;
+    Ok(())
+}
+
+/// Every collection of the tenant, with its memory count.
+#[utoipa::path(get, path = "/v1/memory/collections", tag = "collections",
+    responses((status = 200, body = Vec<CollectionResponse>), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list(
+    State(state): State<AppState>,
+    Authenticated(agent): Authenticated,
+) -> ApiResult<Json<Vec<CollectionResponse>>> {
+    let views = state.service.list_collections(&agent.tenant_id)?;
+    Ok(Json(
+        views.into_iter().map(CollectionResponse::from).collect(),
+    ))
+}
+
+/// Creates a collection (collections are also created on first write).
+#[utoipa::path(post, path = "/v1/memory/collections", tag = "collections",
+    request_body = CreateCollectionRequest,
+    responses((status = 201, body = CollectionResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 409, body = ErrorBody, description = "exists already"),
+        (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn create(
+    State(state): State<AppState>,
+    Writer(agent): Writer,
+    ApiJson(request): ApiJson<CreateCollectionRequest>,
+) -> ApiResult<(StatusCode, Json<CollectionResponse>)> {
+    let name = collection_to_write(&request.name)?;
+    validate_description(request.description.as_ref())?;
+    validate_optional_metadata(request.metadata.as_ref())?;
+    let view = state
+        .service
+        .create_collection(
+            &agent.tenant_id,
+            name,
+            request.description,
+            request.metadata.unwrap_or_default(),
+        )
+        .await?;
+    Ok((StatusCode::CREATED, Json(view.into())))
+}
+
+#[utoipa::path(get, path = "/v1/memory/collections/{collection}", tag = "collections",
+    params(("collection" = String, Path)),
+    responses((status = 200, body = CollectionResponse), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn fetch(
+    State(state): State<AppState>,
+    Authenticated(agent): Authenticated,
+    ApiPath(collection): ApiPath<String>,
+) -> ApiResult<Json<CollectionResponse>> {
+    let name = existing_collection(&collection)?;
+    Ok(Json(
+        state
+            .service
+            .get_collection(&agent.tenant_id, &name)?
+            .into(),
+    ))
+}
+
+/// Updates description and/or metadata of an existing collection.
+#[utoipa::path(put, path = "/v1/memory/collections/{collection}", tag = "collections",
+    params(("collection" = String, Path)), request_body = UpdateCollectionRequest,
+    responses((status = 200, body = CollectionResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn update(
+    State(state): State<AppState>,
+    Writer(agent): Writer,
+    ApiPath(collection): ApiPath<String>,
+    ApiJson(request): ApiJson<UpdateCollectionRequest>,
+) -> ApiResult<Json<CollectionResponse>> {
+    let name = existing_collection(&collection)?;
+    validate_description(request.description.as_ref())?;
+    validate_optional_metadata(request.metadata.as_ref())?;
+    let view = state
+        .service
+        .update_collection(
+            &agent.tenant_id,
+            name,
+            request.description,
+            request.metadata,
+        )
+        .await?;
+    Ok(Json(view.into()))
+}
+
+/// Deletes the collection and all its memories.
+#[utoipa::path(delete, path = "/v1/memory/collections/{collection}", tag = "collections",
+    params(("collection" = String, Path)),
+    responses((status = 204, description = "deleted"), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn remove(
+    State(state): State<AppState>,
+    Writer(agent): Writer,
+    ApiPath(collection): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    let name = existing_collection(&collection)?;
+    state
+        .service
+        .delete_collection(&agent.tenant_id, name)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,103 @@
+//! The HTTP API: one module per resource, each exposing `routes()`; this module only
+//! nests them and adds the layers.
+
+pub mod admin;
+pub mod auth;
+pub mod collections;
+pub mod extract;
+pub mod memories;
+pub mod openapi;
+pub mod public;
+pub mod search;
+
+use std::sync::Arc;
+
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::Method;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use memvault_actors::pageviews::Pageviews;
+use memvault_actors::status::StatusMonitor;
+use memvault_actors::Memvault;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::error::ApiError;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The actors' facade: every read and write goes through it.
+    pub service: Memvault,
+    /// Self-check history for the public status page.
+    pub status: Arc<StatusMonitor>,
+    /// Cookieless pageview counts from the beacon.
+    pub pageviews: Arc<Pageviews>,
+    /// Largest request body accepted; reported in the account's limits.
+    pub max_body_bytes: usize,
+}
+
+impl AppState {
+    pub fn new(service: Memvault, status: Arc<StatusMonitor>, max_body_bytes: usize) -> Self {
+        Self {
+            service,
+            status,
+            pageviews: Arc::new(Pageviews::default()),
+            max_body_bytes,
+        }
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    let max_body_bytes = state.max_body_bytes;
+    Router::new()
+        .merge(public::routes())
+        .merge(openapi::routes())
+        .merge(admin::routes())
+        .merge(collections::routes())
+        .merge(memories::routes())
+        .merge(search::routes())
+        .fallback(fallback)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(CatchPanicLayer::custom(
+            |_panic: Box<dyn std::any::Any + Send>| {
+                ApiError::Internal("a request handler panicked".to_owned()).into_response()
+            },
+        ))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// Paths SPEC.md marks public: never answered with 401.
+const PUBLIC_PATHS: [&str; 7] = [
+    "/v1/memory/health",
+    "/v1/status",
+    "/v1/pulse",
+    "/v1/track",
+    "/v1/memory/signup",
+    "/v1/memory/recover-key",
+    "/v1/memory/reveal/",
+];
+
+/// Unknown routes: under `/v1/` the caller is authenticated first, so a bad key gets 401
+/// whatever the path, and a good one learns the route does not exist.
+async fn fallback(State(state): State<AppState>, request: Request) -> Response {
+    let (parts, _) = request.into_parts();
+    let path = parts.uri.path();
+    let public = PUBLIC_PATHS.iter().any(|prefix| path.starts_with(prefix));
+    if path.starts_with("/v1/") && !public {
+        if let Err(error) = auth::authenticate(&parts, &state) {
+            return error.into_response();
+        }
+    }
+    ApiError::NotFound(format!("no route for {} {path}", parts.method)).into_response()
+}
+
+async fn method_not_allowed(method: Method, request: Request) -> Response {
+    ApiError::MethodNotAllowed(format!(
+        "method {method} is not allowed on {}",
+        request.uri().path()
+    ))
+    .into_response()
+}

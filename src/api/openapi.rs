@@ -1,0 +1,62 @@
+//! `GET /openapi.json`: the OpenAPI 3.1 description of every endpoint.
+
+use axum::routing::get;
+use axum::{Json, Router};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use super::{admin, collections, memories, public, search, AppState};
+use crate::error::ErrorBody;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "memvault",
+        version = "0.1.0",
+        description = "Self-hosted, multi-tenant long-term memory service for AI agents. \
+            Every error is `{\"detail\": \"...\"}`; validation failures are 422."
+    ),
+    paths(
+        public::health, public::status, public::pulse, public::track,
+        admin::create_tenant, admin::me, admin::stats,
+        collections::list, collections::create, collections::fetch, collections::update, collections::remove,
+        memories::create, memories::bulk, memories::list, memories::fetch, memories::patch, memories::remove,
+        memories::move_to, memories::pin, memories::archive,
+        search::search_collection, search::search_tenant, search::related, search::forget,
+    ),
+    components(schemas(ErrorBody)),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "public", description = "No key needed"),
+        (name = "admin", description = "Tenants and the caller's account"),
+        (name = "collections", description = "Named groups of memories"),
+        (name = "memories", description = "Memories in a collection"),
+        (name = "search", description = "Vector, full-text and hybrid search; related; forget"),
+    )
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("An API key: `Authorization: Bearer mv_...`"))
+                    .build(),
+            ),
+        );
+    }
+}
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/openapi.json", get(openapi_json))
+}
+
+async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}

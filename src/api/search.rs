@@ -1,0 +1,338 @@
+//! Search: `POST /v1/memory/collections/{collection}/search`, `POST /v1/memory/search`
+//! (tenant-wide), `GET .../memories/{id}/related`, `POST .../forget`.
+
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use memvault_actors::limits::{
+    FORGET_LIMIT_DEFAULT, FORGET_LIMIT_MAX, FORGET_MIN_SCORE_DEFAULT, MEMORY_TEXT_MAX_CHARS,
+    RELATED_LIMIT_DEFAULT, RELATED_MIN_SCORE_DEFAULT, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX,
+    SEARCH_MIN_SCORE_DEFAULT,
+};
+use memvault_actors::search::{
+    FusionParams, SearchFilter, SearchHit, SearchMode, SearchOutcome, SearchQuery,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::{IntoParams, ToSchema};
+
+use super::auth::{Authenticated, Writer};
+use super::collections::existing_collection;
+use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::AppState;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+
+pub fn routes() -> Router<AppState> {
+    let collection = "/v1/memory/collections/{collection}";
+    Router::new()
+        .route(&format!("{collection}/search"), post(search_collection))
+        .route("/v1/memory/search", post(search_tenant))
+        .route(
+            &format!("{collection}/memories/{{id}}/related"),
+            get(related),
+        )
+        .route(&format!("{collection}/forget"), post(forget))
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ModeParam {
+    Hybrid,
+    Vector,
+    Text,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchRequest {
+    pub query: String,
+    /// 1 to 50; default 5.
+    pub limit: Option<i64>,
+    /// The vector threshold (cosine similarity, -1 to 1); default 0.3. In hybrid mode a
+    /// strong keyword match is returned even below it.
+    pub min_score: Option<f64>,
+    /// `hybrid` (default), `vector` or `text`.
+    pub mode: Option<ModeParam>,
+    pub category: Option<String>,
+    /// JSON containment over the memory's metadata.
+    #[schema(value_type = Option<Object>)]
+    pub metadata_filter: Option<Map<String, Value>>,
+    pub container_tag: Option<String>,
+    /// Accepted; runs once an LLM is configured (reported in `skipped` until then).
+    pub rewrite: Option<bool>,
+    /// Accepted; runs once an LLM is configured (reported in `skipped` until then).
+    pub rerank: Option<bool>,
+    /// Default false.
+    pub include_archived: Option<bool>,
+}
+
+impl SearchRequest {
+    fn validate(self) -> ApiResult<SearchQuery> {
+        let text = validate_query(self.query)?;
+        let limit = validate_limit(self.limit, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX)?;
+        let min_score = validate_score(self.min_score, SEARCH_MIN_SCORE_DEFAULT)?;
+        let mode = match self.mode.unwrap_or(ModeParam::Hybrid) {
+            ModeParam::Hybrid => SearchMode::Hybrid,
+            ModeParam::Vector => SearchMode::Vector,
+            ModeParam::Text => SearchMode::Text,
+        };
+        Ok(SearchQuery {
+            text,
+            limit,
+            min_score,
+            mode,
+            filter: SearchFilter {
+                category: self.category,
+                container_tag: self.container_tag,
+                metadata: self.metadata_filter,
+                include_archived: self.include_archived.unwrap_or(false),
+            },
+            rewrite: self.rewrite.unwrap_or(false),
+            rerank: self.rerank.unwrap_or(false),
+            fusion: FusionParams::default(),
+        })
+    }
+}
+
+fn validate_query(query: String) -> ApiResult<String> {
+    if query.trim().is_empty() {
+        return Err(ApiError::Validation("query must not be empty".to_owned()));
+    }
+    if query.chars().count() > MEMORY_TEXT_MAX_CHARS {
+        return Err(ApiError::Validation(format!(
+            "query must be at most {MEMORY_TEXT_MAX_CHARS} characters"
+        )));
+    }
+    Ok(query)
+}
+
+fn validate_limit(limit: Option<i64>, default: usize, max: usize) -> ApiResult<usize> {
+    match limit {
+        None => Ok(default),
+        Some(limit) if (1..=max as i64).contains(&limit) => Ok(limit as usize),
+        Some(limit) => Err(ApiError::Validation(format!(
+            "limit must be between 1 and {max}, got {limit}"
+        ))),
+    }
+}
+
+fn validate_score(score: Option<f64>, default: f64) -> ApiResult<f32> {
+    match score {
+        None => Ok(default as f32),
+        Some(score) if score.is_finite() && (-1.0..=1.0).contains(&score) => Ok(score as f32),
+        Some(score) => Err(ApiError::Validation(format!(
+            "min_score must be between -1 and 1, got {score}"
+        ))),
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SearchResultItem {
+    pub id: String,
+    pub text: String,
+    pub category: String,
+    pub importance: f64,
+    /// Vector mode: cosine similarity. Text mode: BM25 relative to the best match (1.0).
+    /// Hybrid: reciprocal-rank-fusion score, 1.0 for first in both lists.
+    pub score: f32,
+    pub source: String,
+    #[schema(value_type = Object)]
+    pub metadata: Map<String, Value>,
+    #[schema(value_type = Vec<Object>)]
+    pub images: Vec<Value>,
+    pub container_tag: Option<String>,
+    pub pinned: bool,
+    pub archived: bool,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// The memory's collection (tenant-wide search only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collection: Option<String>,
+}
+
+impl SearchResultItem {
+    fn new(hit: &SearchHit, with_collection: bool) -> Self {
+        let memory = &hit.memory;
+        Self {
+            id: memory.id.clone(),
+            text: memory.text.clone(),
+            category: memory.category.clone(),
+            importance: memory.importance,
+            score: hit.score,
+            source: memory.source.clone(),
+            metadata: memory.metadata.clone(),
+            images: memory.images.clone(),
+            container_tag: memory.container_tag.clone(),
+            pinned: memory.pinned,
+            archived: memory.archived,
+            created_at: memory.created_at,
+            updated_at: memory.updated_at,
+            collection: with_collection.then(|| hit.collection.as_str().to_owned()),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SkippedStep {
+    /// `rewrite` or `rerank`.
+    pub step: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SearchResponse {
+    pub results: Vec<SearchResultItem>,
+    /// Time spent embedding the query (0 when not needed or answered from cache).
+    pub query_embedding_ms: f64,
+    /// Time spent finding and ranking candidates (or reading the cache).
+    pub search_ms: f64,
+    /// True when the answer came from the result cache (same request, unchanged data).
+    pub cached: bool,
+    /// Requested steps that did not run, with the reason.
+    pub skipped: Vec<SkippedStep>,
+}
+
+impl SearchResponse {
+    fn new(outcome: SearchOutcome, with_collection: bool) -> Self {
+        Self {
+            results: outcome
+                .hits
+                .iter()
+                .map(|hit| SearchResultItem::new(hit, with_collection))
+                .collect(),
+            query_embedding_ms: outcome.query_embedding_ms,
+            search_ms: outcome.search_ms,
+            cached: outcome.cached,
+            skipped: outcome
+                .skipped
+                .into_iter()
+                .map(|skipped| SkippedStep {
+                    step: skipped.step.to_owned(),
+                    reason: skipped.reason,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Searches one collection. Results exclude superseded and expired memories, and archived
+/// ones unless `include_archived`; an exact repeat is answered from cache until the
+/// collection changes.
+#[utoipa::path(post, path = "/v1/memory/collections/{collection}/search", tag = "search",
+    params(("collection" = String, Path)), request_body = SearchRequest,
+    responses((status = 200, body = SearchResponse), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn search_collection(
+    State(state): State<AppState>,
+    Authenticated(agent): Authenticated,
+    ApiPath(collection): ApiPath<String>,
+    ApiJson(request): ApiJson<SearchRequest>,
+) -> ApiResult<Json<SearchResponse>> {
+    let name = existing_collection(&collection)?;
+    let query = request.validate()?;
+    let outcome = state
+        .service
+        .search(&agent.tenant_id, Some(&name), query)
+        .await?;
+    Ok(Json(SearchResponse::new(outcome, false)))
+}
+
+/// Searches every collection of the tenant; each result names its `collection`.
+#[utoipa::path(post, path = "/v1/memory/search", tag = "search",
+    request_body = SearchRequest,
+    responses((status = 200, body = SearchResponse), (status = 401, body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn search_tenant(
+    State(state): State<AppState>,
+    Authenticated(agent): Authenticated,
+    ApiJson(request): ApiJson<SearchRequest>,
+) -> ApiResult<Json<SearchResponse>> {
+    let query = request.validate()?;
+    let outcome = state.service.search(&agent.tenant_id, None, query).await?;
+    Ok(Json(SearchResponse::new(outcome, true)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RelatedQuery {
+    /// 1 to 50; default 5.
+    pub limit: Option<i64>,
+    /// Minimum cosine similarity; default 0.0.
+    pub min_score: Option<f64>,
+}
+
+/// Nearest neighbours by the memory's own embedding, excluding itself, archived,
+/// superseded and expired memories; in the search response shape.
+#[utoipa::path(get, path = "/v1/memory/collections/{collection}/memories/{id}/related", tag = "search",
+    params(("collection" = String, Path), ("id" = String, Path), RelatedQuery),
+    responses((status = 200, body = SearchResponse), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn related(
+    State(state): State<AppState>,
+    Authenticated(agent): Authenticated,
+    ApiPath((collection, id)): ApiPath<(String, String)>,
+    ApiQuery(query): ApiQuery<RelatedQuery>,
+) -> ApiResult<Json<SearchResponse>> {
+    let name = existing_collection(&collection)?;
+    let limit = validate_limit(query.limit, RELATED_LIMIT_DEFAULT, SEARCH_LIMIT_MAX)?;
+    let min_score = validate_score(query.min_score, RELATED_MIN_SCORE_DEFAULT)?;
+    let outcome = state
+        .service
+        .related(&agent.tenant_id, &name, &id, limit, min_score)
+        .await?;
+    Ok(Json(SearchResponse::new(outcome, false)))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForgetRequest {
+    pub query: String,
+    /// Minimum cosine similarity of a memory to delete; default 0.5.
+    pub min_score: Option<f64>,
+    /// At most this many memories are deleted (1 to 100); default 10.
+    pub limit: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ForgetResponse {
+    /// How many memories were deleted.
+    pub count: usize,
+    /// The deleted memories, best match first, with their similarity as `score`.
+    pub deleted: Vec<SearchResultItem>,
+}
+
+/// Semantic delete (destructive): removes the memories most similar to `query`, at least
+/// `min_score` similar, at most `limit` of them.
+#[utoipa::path(post, path = "/v1/memory/collections/{collection}/forget", tag = "search",
+    params(("collection" = String, Path)), request_body = ForgetRequest,
+    responses((status = 200, body = ForgetResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn forget(
+    State(state): State<AppState>,
+    Writer(agent): Writer,
+    ApiPath(collection): ApiPath<String>,
+    ApiJson(request): ApiJson<ForgetRequest>,
+) -> ApiResult<Json<ForgetResponse>> {
+    let name = existing_collection(&collection)?;
+    let query = validate_query(request.query)?;
+    let min_score = validate_score(request.min_score, FORGET_MIN_SCORE_DEFAULT)?;
+    let limit = validate_limit(request.limit, FORGET_LIMIT_DEFAULT, FORGET_LIMIT_MAX)?;
+    let deleted = state
+        .service
+        .forget(&agent.tenant_id, &name, &query, min_score, limit)
+        .await?;
+    Ok(Json(ForgetResponse {
+        count: deleted.len(),
+        deleted: deleted
+            .iter()
+            .map(|hit| SearchResultItem::new(hit, false))
+            .collect(),
+    }))
+}

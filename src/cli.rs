@@ -1,0 +1,168 @@
+//! The command line: `memvault [serve] [--config PATH] [--bind ADDR] [--data-dir DIR]
+//! [--log-format text|json]`. With no subcommand, `serve` is assumed.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand};
+use memvault_actors::service::BootstrapOutcome;
+use tracing_subscriber::EnvFilter;
+
+use crate::config::{Config, LogFormat};
+use crate::server;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "memvault",
+    version,
+    about = "Self-hosted long-term memory service for AI agents"
+)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the HTTP API (the default).
+    Serve(ServeArgs),
+    /// Measure a server process over HTTP: start-up, latency, throughput, memory, disk.
+    Bench(crate::bench::BenchArgs),
+    /// Retrieval quality (nDCG@10, Recall@10 per mode) on a BEIR folder.
+    Eval(crate::eval::EvalArgs),
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServeArgs {
+    /// Config file; without it ./config.toml is read when present.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Address to listen on, e.g. 127.0.0.1:8420 (overrides server.bind).
+    #[arg(long)]
+    bind: Option<String>,
+    /// Where data lives (overrides server.data_dir).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Log format (overrides log.format).
+    #[arg(long, value_enum)]
+    log_format: Option<LogFormat>,
+}
+
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    let args = match cli.command {
+        Some(Command::Serve(args)) => args,
+        Some(Command::Bench(args)) => {
+            return match crate::bench::run(args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("memvault bench: {error}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        Some(Command::Eval(args)) => {
+            return match crate::eval::run(args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("memvault eval: {error}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        None => cli.serve,
+    };
+    let config = match load_config(&args) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("memvault: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(&config);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("memvault: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!(%error, "memvault stopped");
+            eprintln!("memvault: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn load_config(args: &ServeArgs) -> Result<Config, crate::config::ConfigError> {
+    let mut config = Config::load(
+        args.config.as_deref(),
+        Path::new("config.toml"),
+        std::env::vars(),
+    )?;
+    if let Some(bind) = &args.bind {
+        config.server.bind = bind.clone();
+    }
+    if let Some(data_dir) = &args.data_dir {
+        config.server.data_dir = data_dir.clone();
+    }
+    if let Some(format) = args.log_format {
+        config.log.format = format;
+    }
+    config.validate()?;
+    Ok(config)
+}
+
+fn init_logging(config: &Config) {
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new(&config.log.filter))
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match config.log.format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+async fn serve(config: Config) -> Result<(), server::StartupError> {
+    let started = Instant::now();
+    let bootstrap_key = std::env::var("MEMVAULT_BOOTSTRAP_KEY")
+        .ok()
+        .filter(|key| !key.is_empty());
+    let embedder = server::start_embedder(&config).await?;
+    let (state, outcome) = server::start_service(&config, embedder, bootstrap_key).await?;
+    match outcome {
+        BootstrapOutcome::CreatedWithGeneratedKey(key) => {
+            println!("memvault: created the admin tenant; its API key (shown once, keep it):");
+            println!("{key}");
+        }
+        BootstrapOutcome::CreatedWithSuppliedKey => {
+            tracing::info!("created the admin tenant with MEMVAULT_BOOTSTRAP_KEY");
+        }
+        BootstrapOutcome::AlreadyBootstrapped => {}
+    }
+    let listener = server::bind(&config.server.bind).await?;
+    let address = listener.local_addr().map_err(server::StartupError::Serve)?;
+    tracing::info!(
+        %address,
+        data_dir = %config.server.data_dir.display(),
+        startup_ms = started.elapsed().as_millis() as u64,
+        "memvault listening"
+    );
+    println!("memvault listening on http://{address}");
+    server::serve(listener, state, server::shutdown_signal()).await?;
+    tracing::info!("memvault stopped cleanly");
+    Ok(())
+}

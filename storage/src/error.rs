@@ -1,0 +1,15 @@
+//! The storage crate's one error type.
+
+/// Why a store call failed. Every variant is an operator problem (disk, corruption),
+/// never a client one: the HTTP edge maps all of them to 5xx.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("storage engine error: {0}")]
+    Engine(#[from] sled::Error),
+    #[error("corrupt record under key {key}: {reason}")]
+    Corrupt { key: String, reason: String },
+    #[error("could not encode record: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;

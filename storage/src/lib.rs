@@ -1,0 +1,27 @@
+//! memvault-storage: records and their persistence.
+//!
+//! # Layout
+//!
+//! - [`records`]: the persisted shapes (tenant, API key, collection, memory) and the
+//!   identifiers every store call takes ([`TenantId`], [`CollectionName`]).
+//! - [`store`]: the narrow traits the rest of memvault persists through
+//!   ([`MetaStore`] for tenants, keys and collections; [`MemoryStore`] for memories and
+//!   their embeddings). Postgres will implement them next to sled.
+//! - [`sled_store`]: the embedded default, one sled directory under the data dir.
+//! - [`store_suite`]: one behavioural test suite, run against every implementation.
+//!
+//! This crate knows nothing of actors or HTTP.
+
+pub mod error;
+pub mod records;
+pub mod sled_store;
+pub mod store;
+pub mod store_suite;
+
+pub use error::StorageError;
+pub use records::{
+    ApiKeyRecord, CollectionName, CollectionRecord, CreatedBy, MemoryRecord, StoredMemory,
+    TenantId, TenantRecord,
+};
+pub use sled_store::SledStore;
+pub use store::{MemoryStore, MetaStore, Store};

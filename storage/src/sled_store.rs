@@ -1,0 +1,272 @@
+//! The embedded default: one sled database.
+//!
+//! Two trees. `tenants` maps a tenant id to its record. `data` holds everything else under
+//! keys that start with the tenant id, so that no key of one tenant can be read through
+//! another's prefix:
+//!
+//! ```text
+//! {tenant}/k/{key_id}                 API key record (JSON)
+//! {tenant}/c/{collection}             collection record (JSON)
+//! {tenant}/m/{collection}/{memory}    memory: u32 LE length of the JSON record, the JSON,
+//!                                     then the embedding as f32 LE
+//! ```
+//!
+//! A collection and its memories live in one tree, so deleting a collection or moving a
+//! memory is one atomic batch. Every write ends with `flush`, which hands sled's log to
+//! the operating system and waits for it: an acknowledged write survives a process crash.
+
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use sled::{Batch, Db, Tree};
+
+use crate::error::{Result, StorageError};
+use crate::records::{
+    ApiKeyRecord, CollectionName, CollectionRecord, MemoryRecord, StoredMemory, TenantId,
+    TenantRecord,
+};
+use crate::store::{MemoryStore, MetaStore};
+
+pub struct SledStore {
+    db: Db,
+    /// Tenant records by id; scanned once at start-up to spawn the tenant actors.
+    tenants: Tree,
+    /// Every per-tenant record, under tenant-prefixed keys (see the module docs).
+    data: Tree,
+}
+
+impl SledStore {
+    pub fn open(directory: &Path) -> Result<Self> {
+        let db = sled::Config::new()
+            .path(directory)
+            .cache_capacity(64 * 1024 * 1024)
+            .open()?;
+        let tenants = db.open_tree("tenants")?;
+        let data = db.open_tree("data")?;
+        Ok(Self { db, tenants, data })
+    }
+
+    /// Bytes the whole database takes on disk.
+    pub fn size_on_disk(&self) -> Result<u64> {
+        Ok(self.db.size_on_disk()?)
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.db.flush()?;
+        Ok(())
+    }
+}
+
+fn key_record_key(tenant: &TenantId, key_id: &str) -> String {
+    format!("{tenant}/k/{key_id}")
+}
+
+fn collection_key(tenant: &TenantId, name: &CollectionName) -> String {
+    format!("{tenant}/c/{name}")
+}
+
+fn memories_prefix(tenant: &TenantId, collection: &CollectionName) -> String {
+    format!("{tenant}/m/{collection}/")
+}
+
+fn memory_key(tenant: &TenantId, collection: &CollectionName, id: &str) -> String {
+    format!("{tenant}/m/{collection}/{id}")
+}
+
+fn decode_json<T: DeserializeOwned>(key: &[u8], value: &[u8]) -> Result<T> {
+    serde_json::from_slice(value).map_err(|error| StorageError::Corrupt {
+        key: String::from_utf8_lossy(key).into_owned(),
+        reason: error.to_string(),
+    })
+}
+
+fn encode_memory(memory: &StoredMemory) -> Result<Vec<u8>> {
+    let json = serde_json::to_vec(&memory.record)?;
+    let json_len = u32::try_from(json.len()).map_err(|_| StorageError::Corrupt {
+        key: memory.record.id.clone(),
+        reason: "memory record larger than 4 GiB".to_owned(),
+    })?;
+    let mut bytes = Vec::with_capacity(4 + json.len() + memory.embedding.len() * 4);
+    bytes.extend_from_slice(&json_len.to_le_bytes());
+    bytes.extend_from_slice(&json);
+    for component in &memory.embedding {
+        bytes.extend_from_slice(&component.to_le_bytes());
+    }
+    Ok(bytes)
+}
+
+fn decode_memory(key: &[u8], value: &[u8]) -> Result<StoredMemory> {
+    let corrupt = |reason: &str| StorageError::Corrupt {
+        key: String::from_utf8_lossy(key).into_owned(),
+        reason: reason.to_owned(),
+    };
+    let header: [u8; 4] = value
+        .get(..4)
+        .and_then(|slice| slice.try_into().ok())
+        .ok_or_else(|| corrupt("value shorter than its header"))?;
+    let json_end = 4 + u32::from_le_bytes(header) as usize;
+    let json = value
+        .get(4..json_end)
+        .ok_or_else(|| corrupt("value shorter than its record"))?;
+    let vector_bytes = &value[json_end..];
+    if !vector_bytes.len().is_multiple_of(4) {
+        return Err(corrupt("embedding length is not a multiple of 4"));
+    }
+    let record: MemoryRecord = decode_json(key, json)?;
+    let embedding = vector_bytes
+        .chunks_exact(4)
+        .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
+        .collect();
+    Ok(StoredMemory { record, embedding })
+}
+
+impl MetaStore for SledStore {
+    fn put_tenant(&self, tenant: &TenantRecord) -> Result<()> {
+        self.tenants
+            .insert(tenant.id.as_str(), serde_json::to_vec(tenant)?)?;
+        self.flush()
+    }
+
+    fn tenants(&self) -> Result<Vec<TenantRecord>> {
+        self.tenants
+            .iter()
+            .map(|entry| {
+                let (key, value) = entry?;
+                decode_json(&key, &value)
+            })
+            .collect()
+    }
+
+    fn put_api_key(&self, key: &ApiKeyRecord) -> Result<()> {
+        self.data.insert(
+            key_record_key(&key.tenant_id, &key.id),
+            serde_json::to_vec(key)?,
+        )?;
+        self.flush()
+    }
+
+    fn api_keys(&self, tenant: &TenantId) -> Result<Vec<ApiKeyRecord>> {
+        self.data
+            .scan_prefix(format!("{tenant}/k/"))
+            .map(|entry| {
+                let (key, value) = entry?;
+                decode_json(&key, &value)
+            })
+            .collect()
+    }
+
+    fn put_collection(&self, tenant: &TenantId, collection: &CollectionRecord) -> Result<()> {
+        self.data.insert(
+            collection_key(tenant, &collection.name),
+            serde_json::to_vec(collection)?,
+        )?;
+        self.flush()
+    }
+
+    fn collections(&self, tenant: &TenantId) -> Result<Vec<CollectionRecord>> {
+        self.data
+            .scan_prefix(format!("{tenant}/c/"))
+            .map(|entry| {
+                let (key, value) = entry?;
+                decode_json(&key, &value)
+            })
+            .collect()
+    }
+
+    fn delete_collection(&self, tenant: &TenantId, name: &CollectionName) -> Result<()> {
+        let mut batch = Batch::default();
+        for entry in self.data.scan_prefix(memories_prefix(tenant, name)) {
+            let (key, _) = entry?;
+            batch.remove(key);
+        }
+        batch.remove(collection_key(tenant, name).as_bytes());
+        self.data.apply_batch(batch)?;
+        self.flush()
+    }
+
+    fn tenant_bytes(&self, tenant: &TenantId) -> Result<u64> {
+        let mut total = 0_u64;
+        for entry in self.data.scan_prefix(format!("{tenant}/")) {
+            let (key, value) = entry?;
+            total += (key.len() + value.len()) as u64;
+        }
+        Ok(total)
+    }
+}
+
+impl MemoryStore for SledStore {
+    fn put_memories(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        memories: &[StoredMemory],
+    ) -> Result<()> {
+        let mut batch = Batch::default();
+        for memory in memories {
+            batch.insert(
+                memory_key(tenant, collection, &memory.record.id).as_bytes(),
+                encode_memory(memory)?,
+            );
+        }
+        self.data.apply_batch(batch)?;
+        self.flush()
+    }
+
+    fn memory(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        id: &str,
+    ) -> Result<Option<StoredMemory>> {
+        let key = memory_key(tenant, collection, id);
+        match self.data.get(key.as_bytes())? {
+            Some(value) => Ok(Some(decode_memory(key.as_bytes(), &value)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn memories(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+    ) -> Result<Vec<StoredMemory>> {
+        self.data
+            .scan_prefix(memories_prefix(tenant, collection))
+            .map(|entry| {
+                let (key, value) = entry?;
+                decode_memory(&key, &value)
+            })
+            .collect()
+    }
+
+    fn delete_memories(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        ids: &[String],
+    ) -> Result<()> {
+        let mut batch = Batch::default();
+        for id in ids {
+            batch.remove(memory_key(tenant, collection, id).as_bytes());
+        }
+        self.data.apply_batch(batch)?;
+        self.flush()
+    }
+
+    fn move_memory(
+        &self,
+        tenant: &TenantId,
+        from: &CollectionName,
+        to: &CollectionName,
+        memory: &StoredMemory,
+    ) -> Result<()> {
+        let mut batch = Batch::default();
+        batch.remove(memory_key(tenant, from, &memory.record.id).as_bytes());
+        batch.insert(
+            memory_key(tenant, to, &memory.record.id).as_bytes(),
+            encode_memory(memory)?,
+        );
+        self.data.apply_batch(batch)?;
+        self.flush()
+    }
+}

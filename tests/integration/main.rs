@@ -1,0 +1,13 @@
+//! Black-box HTTP tests over a real listening server, compiled as one binary.
+//!
+//! Most tests share one in-process server on `127.0.0.1:0` (a temp data dir) and make a
+//! fresh tenant each; tests of the process itself (crash safety, start-up contract,
+//! signals) spawn the real binary.
+
+mod basics;
+mod collections;
+mod durability;
+mod memories;
+mod search;
+mod startup;
+mod support;
