@@ -16,7 +16,86 @@ pub struct Config {
     pub actors: ActorsConfig,
     pub status: StatusConfig,
     pub search: SearchConfig,
+    pub llm: LlmSection,
+    pub security: SecurityConfig,
+    pub extraction: ExtractionConfig,
     pub log: LogConfig,
+}
+
+/// The platform LLM: any OpenAI-compatible chat-completions endpoint. Unset `base_url`
+/// means no platform LLM: remember uses the rule-based extractor, profiles are
+/// extractive, search skips rewrite and rerank.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmSection {
+    pub base_url: Option<String>,
+    pub model: String,
+    /// The environment variable that holds the API key (keys never go in the file).
+    pub api_key_env: String,
+    pub timeout_secs: u64,
+    /// Retries on 429, 5xx and transport errors, with exponential back-off.
+    pub max_retries: u32,
+    /// Timeout of calls to tenants' own extraction LLMs.
+    pub own_llm_timeout_secs: u64,
+    /// Dollars per million tokens, by model name, for usage estimates and the spend cap.
+    pub prices: std::collections::BTreeMap<String, PriceConfig>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PriceConfig {
+    pub input_per_million: f64,
+    pub output_per_million: f64,
+}
+
+impl Default for LlmSection {
+    fn default() -> Self {
+        let price = |input, output| PriceConfig {
+            input_per_million: input,
+            output_per_million: output,
+        };
+        Self {
+            base_url: None,
+            model: "gpt-4o-mini".to_owned(),
+            api_key_env: "MEMVAULT_LLM_API_KEY".to_owned(),
+            timeout_secs: 60,
+            max_retries: 2,
+            own_llm_timeout_secs: 60,
+            prices: [
+                ("gpt-4o-mini".to_owned(), price(0.15, 0.60)),
+                ("gpt-4o".to_owned(), price(2.50, 10.00)),
+                ("gpt-4.1-mini".to_owned(), price(0.40, 1.60)),
+            ]
+            .into_iter()
+            .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecurityConfig {
+    /// Base64 of 32 bytes: the key that seals stored credentials (AES-256-GCM). Unset: a
+    /// key is generated on first start and kept in `{data_dir}/secret.key` (mode 0600).
+    pub encryption_key: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExtractionConfig {
+    /// Extraction jobs (asynchronous remember) run at once.
+    pub workers: usize,
+    /// Finished jobs are kept for polling this many days.
+    pub job_retention_days: u64,
+}
+
+impl Default for ExtractionConfig {
+    fn default() -> Self {
+        Self {
+            workers: 2,
+            job_retention_days: 7,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -206,6 +285,23 @@ impl Config {
         if self.actors.call_timeout_ms == 0 {
             return Err(ConfigError::Invalid(
                 "actors.call_timeout_ms must be at least 1".to_owned(),
+            ));
+        }
+        if let Some(base_url) = &self.llm.base_url {
+            if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+                return Err(ConfigError::Invalid(format!(
+                    "llm.base_url must be an http(s) URL, got '{base_url}'"
+                )));
+            }
+        }
+        if self.llm.timeout_secs == 0 || self.llm.own_llm_timeout_secs == 0 {
+            return Err(ConfigError::Invalid(
+                "llm timeouts must be at least 1 second".to_owned(),
+            ));
+        }
+        if self.extraction.workers == 0 {
+            return Err(ConfigError::Invalid(
+                "extraction.workers must be at least 1".to_owned(),
             ));
         }
         if self.status.check_interval_secs == 0 {

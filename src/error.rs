@@ -30,6 +30,9 @@ pub enum ApiError {
     Unavailable(String),
     #[error("{0}")]
     Timeout(String),
+    /// An LLM or other upstream service failed; the detail says which and how.
+    #[error("{0}")]
+    BadGateway(String),
     /// The cause is logged; the client sees only "internal error".
     #[error("{0}")]
     Internal(String),
@@ -55,6 +58,7 @@ impl ApiError {
             ApiError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -89,6 +93,7 @@ impl From<memvault_actors::Error> for ApiError {
             Error::Timeout(what) => {
                 ApiError::Timeout(format!("the request timed out waiting for {what}"))
             }
+            Error::Upstream(detail) => ApiError::BadGateway(detail),
             Error::Storage(cause) => ApiError::Internal(cause.to_string()),
             Error::Embedding(cause) => ApiError::Internal(cause.to_string()),
         }

@@ -11,9 +11,12 @@ use std::time::{Duration, Instant};
 use memvault_actors::embedding::{
     default_model_cache_dir, ensure_minilm_weights, EmbeddingService, MiniLmEmbedder, ModelSource,
 };
+use memvault_actors::llm::LlmConfig;
 use memvault_actors::service::BootstrapOutcome;
+use memvault_actors::service::{IntelligenceConfig, ModelPrice};
 use memvault_actors::status::StatusMonitor;
 use memvault_actors::{Memvault, ServiceConfig};
+use memvault_storage::crypto::SecretBox;
 use memvault_storage::SledStore;
 use tokio::net::TcpListener;
 
@@ -33,6 +36,8 @@ pub enum StartupError {
     Embedding(#[from] memvault_actors::embedding::EmbeddingError),
     #[error("{0}")]
     Service(#[from] memvault_actors::Error),
+    #[error("encryption key: {0}")]
+    Secrets(String),
     #[error("cannot listen on {address}: {source}")]
     Bind {
         address: String,
@@ -84,10 +89,18 @@ pub async fn start_service(
     let store = tokio::task::spawn_blocking(move || SledStore::open(&store_dir))
         .await
         .map_err(|error| StartupError::Serve(std::io::Error::other(error)))??;
+    let secrets = match &config.security.encryption_key {
+        Some(key) => SecretBox::from_key_material(key),
+        None => SecretBox::load_or_create(&data_dir.join("secret.key")),
+    }
+    .map_err(|error| StartupError::Secrets(error.to_string()))?;
     let service_config = ServiceConfig {
         call_timeout: Duration::from_millis(config.actors.call_timeout_ms),
         index_dir: Some(data_dir.join("indexes")),
         search_cache_entries: config.search.result_cache_entries,
+        intelligence: intelligence_config(config, secrets),
+        extraction_workers: config.extraction.workers,
+        job_retention: Duration::from_secs(config.extraction.job_retention_days * 24 * 3600),
     };
     let service = Memvault::start(Arc::new(store), embedder, service_config).await?;
     let outcome = service.bootstrap(bootstrap_key).await?;
@@ -99,6 +112,40 @@ pub async fn start_service(
         AppState::new(service, status, config.server.max_body_bytes),
         outcome,
     ))
+}
+
+/// The LLM side of the service: the platform LLM (its key read from the environment
+/// variable the config names), prices, and the secret box for tenants' keys.
+fn intelligence_config(config: &Config, secrets: SecretBox) -> IntelligenceConfig {
+    let llm = &config.llm;
+    let platform = llm.base_url.as_ref().map(|base_url| {
+        let api_key = std::env::var(&llm.api_key_env)
+            .ok()
+            .filter(|key| !key.is_empty());
+        LlmConfig {
+            timeout: Duration::from_secs(llm.timeout_secs),
+            max_retries: llm.max_retries,
+            ..LlmConfig::new(base_url.clone(), llm.model.clone(), api_key)
+        }
+    });
+    IntelligenceConfig {
+        platform,
+        prices: llm
+            .prices
+            .iter()
+            .map(|(model, price)| {
+                (
+                    model.clone(),
+                    ModelPrice {
+                        input_per_million: price.input_per_million,
+                        output_per_million: price.output_per_million,
+                    },
+                )
+            })
+            .collect(),
+        secrets: Some(Arc::new(secrets)),
+        own_llm_timeout: Duration::from_secs(llm.own_llm_timeout_secs),
+    }
 }
 
 pub async fn bind(address: &str) -> Result<TcpListener, StartupError> {

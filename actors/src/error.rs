@@ -22,6 +22,9 @@ pub enum Error {
     /// The owning actor did not answer within the call timeout.
     #[error("the request timed out waiting for {0}")]
     Timeout(String),
+    /// An outside service the request depends on (an LLM) failed or answered nonsense.
+    #[error("{0}")]
+    Upstream(String),
     #[error(transparent)]
     Storage(#[from] StorageError),
     #[error(transparent)]

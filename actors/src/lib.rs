@@ -23,8 +23,11 @@ mod call;
 pub mod collection;
 pub mod embedding;
 pub mod error;
+pub mod extract;
+pub mod extraction;
 pub mod index;
 pub mod limits;
+pub mod llm;
 pub mod memory;
 pub mod pageviews;
 pub mod root;
@@ -35,4 +38,7 @@ pub mod tenant;
 
 pub use agent::Agent;
 pub use error::{Error, Result};
-pub use service::{ListPage, Memvault, ServiceConfig};
+pub use service::{
+    Contradiction, ExtractionLlmInput, ExtractionLlmView, Extractor, ListPage, Memvault, Profile,
+    RememberInput, RememberOutcome, ServiceConfig, SpendView,
+};

@@ -27,3 +27,12 @@ pub const RELATED_MIN_SCORE_DEFAULT: f64 = 0.0;
 pub const FORGET_MIN_SCORE_DEFAULT: f64 = 0.5;
 pub const FORGET_LIMIT_DEFAULT: usize = 10;
 pub const FORGET_LIMIT_MAX: usize = 100;
+
+/// What one remember may carry, in characters (a memory's text limit).
+pub const REMEMBER_CONTENT_MAX_CHARS: usize = MEMORY_TEXT_MAX_CHARS;
+/// Contradiction pairs returned at most (and by default).
+pub const CONTRADICTIONS_LIMIT_MAX: usize = 100;
+/// Facts and preferences a profile is built from at most (newest first).
+pub const PROFILE_MAX_FACTS: usize = 200;
+/// How many times an extraction job is started before it is failed for good.
+pub const EXTRACT_JOB_MAX_ATTEMPTS: u32 = 3;

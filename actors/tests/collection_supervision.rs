@@ -78,6 +78,52 @@ impl MetaStore for FlakyStore {
     fn tenant_bytes(&self, tenant: &TenantId) -> StoreResult<u64> {
         self.inner.tenant_bytes(tenant)
     }
+
+    fn put_tenant_settings(
+        &self,
+        tenant: &TenantId,
+        settings: &memvault_storage::TenantSettings,
+    ) -> StoreResult<()> {
+        self.inner.put_tenant_settings(tenant, settings)
+    }
+
+    fn tenant_settings(&self, tenant: &TenantId) -> StoreResult<memvault_storage::TenantSettings> {
+        self.inner.tenant_settings(tenant)
+    }
+
+    fn add_usage(&self, tenant: &TenantId, delta: &memvault_storage::UsageRow) -> StoreResult<()> {
+        self.inner.add_usage(tenant, delta)
+    }
+
+    fn usage(
+        &self,
+        tenant: &TenantId,
+        month: &str,
+    ) -> StoreResult<Vec<memvault_storage::UsageRow>> {
+        self.inner.usage(tenant, month)
+    }
+}
+
+impl memvault_storage::JobStore for FlakyStore {
+    fn put_job(&self, job: &memvault_storage::ExtractJobRecord) -> StoreResult<()> {
+        self.inner.put_job(job)
+    }
+
+    fn job(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+    ) -> StoreResult<Option<memvault_storage::ExtractJobRecord>> {
+        self.inner.job(tenant, id)
+    }
+
+    fn unfinished_jobs(&self) -> StoreResult<Vec<memvault_storage::ExtractJobRecord>> {
+        self.inner.unfinished_jobs()
+    }
+
+    fn prune_jobs(&self, before: chrono::DateTime<chrono::Utc>) -> StoreResult<usize> {
+        self.inner.prune_jobs(before)
+    }
 }
 
 impl MemoryStore for FlakyStore {

@@ -63,6 +63,13 @@ pub struct MemoryResponse {
     pub pinned: bool,
     pub archived: bool,
     pub created_by: CreatedByResponse,
+    /// The `subject/attribute` an extracted fact is a value of (graph memory), else null.
+    pub slot: Option<String>,
+    /// The newer memory that superseded this one; null while it is current.
+    pub superseded_by: Option<String>,
+    pub superseded_at: Option<DateTime<Utc>>,
+    /// When a time-bound fact stops being true; it then leaves search, related and profile.
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 impl From<&MemoryRecord> for MemoryResponse {
@@ -84,6 +91,10 @@ impl From<&MemoryRecord> for MemoryResponse {
                 id: memory.created_by.id.clone(),
                 label: memory.created_by.label.clone(),
             },
+            slot: memory.slot.clone(),
+            superseded_by: memory.superseded_by.clone(),
+            superseded_at: memory.superseded_at,
+            expires_at: memory.expires_at,
         }
     }
 }

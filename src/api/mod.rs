@@ -5,10 +5,12 @@ pub mod admin;
 pub mod auth;
 pub mod collections;
 pub mod extract;
+pub mod graph;
 pub mod memories;
 pub mod openapi;
 pub mod public;
 pub mod search;
+pub mod settings;
 
 use std::sync::Arc;
 
@@ -57,6 +59,8 @@ pub fn router(state: AppState) -> Router {
         .merge(collections::routes())
         .merge(memories::routes())
         .merge(search::routes())
+        .merge(graph::routes())
+        .merge(settings::routes())
         .fallback(fallback)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))

@@ -5,7 +5,7 @@ use axum::{Json, Router};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, collections, memories, public, search, AppState};
+use super::{admin, collections, graph, memories, public, search, settings, AppState};
 use crate::error::ErrorBody;
 
 #[derive(OpenApi)]
@@ -23,6 +23,9 @@ use crate::error::ErrorBody;
         memories::create, memories::bulk, memories::list, memories::fetch, memories::patch, memories::remove,
         memories::move_to, memories::pin, memories::archive,
         search::search_collection, search::search_tenant, search::related, search::forget,
+        graph::remember, graph::job, graph::contradictions, graph::profile,
+        settings::get_extraction, settings::put_extraction, settings::delete_extraction,
+        settings::get_spend_cap, settings::put_spend_cap,
     ),
     components(schemas(ErrorBody)),
     modifiers(&BearerAuth),
@@ -32,6 +35,8 @@ use crate::error::ErrorBody;
         (name = "collections", description = "Named groups of memories"),
         (name = "memories", description = "Memories in a collection"),
         (name = "search", description = "Vector, full-text and hybrid search; related; forget"),
+        (name = "graph", description = "Remember: facts, supersession, contradictions, profile"),
+        (name = "settings", description = "Bring-your-own extraction LLM and the monthly spend cap"),
     )
 )]
 pub struct ApiDoc;

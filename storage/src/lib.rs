@@ -12,16 +12,19 @@
 //!
 //! This crate knows nothing of actors or HTTP.
 
+pub mod crypto;
 pub mod error;
 pub mod records;
 pub mod sled_store;
 pub mod store;
 pub mod store_suite;
 
+pub use crypto::{CryptoError, SecretBox};
 pub use error::StorageError;
 pub use records::{
-    ApiKeyRecord, CollectionName, CollectionRecord, CreatedBy, MemoryRecord, StoredMemory,
-    TenantId, TenantRecord,
+    ApiKeyRecord, CollectionName, CollectionRecord, CreatedBy, ExtractJobRecord,
+    ExtractionLlmRecord, JobState, MemoryRecord, RememberedFact, StoredMemory, TenantId,
+    TenantRecord, TenantSettings, UsageRow,
 };
 pub use sled_store::SledStore;
-pub use store::{MemoryStore, MetaStore, Store};
+pub use store::{JobStore, MemoryStore, MetaStore, Store};

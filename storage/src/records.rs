@@ -159,6 +159,16 @@ pub struct MemoryRecord {
     /// Id of the newer memory that superseded this one (graph memory); None while current.
     #[serde(default)]
     pub superseded_by: Option<String>,
+    /// When it was superseded; set together with `superseded_by`.
+    #[serde(default)]
+    pub superseded_at: Option<DateTime<Utc>>,
+    /// The normalized `subject/attribute` an extracted fact is a value of (graph memory);
+    /// a newer current fact on the same slot with another value supersedes this one.
+    #[serde(default)]
+    pub slot: Option<String>,
+    /// The slot's value as extracted, for telling an update from a repeat.
+    #[serde(default)]
+    pub value: Option<String>,
     /// When a time-bound fact stops being true.
     #[serde(default)]
     pub expires_at: Option<DateTime<Utc>>,
@@ -166,6 +176,105 @@ pub struct MemoryRecord {
     /// actor; a new one on every re-embed, so keys only grow. 0 = not yet assigned.
     #[serde(default)]
     pub index_key: u64,
+}
+
+/// A tenant's own extraction LLM (bring-your-own); the key is sealed with the service's
+/// secret box and never leaves the service.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExtractionLlmRecord {
+    pub provider: String,
+    pub base_url: String,
+    pub model: String,
+    /// The API key, AES-GCM sealed (see `crypto::SecretBox`).
+    pub api_key_sealed: String,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Per-tenant settings that are neither keys nor collections.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TenantSettings {
+    #[serde(default)]
+    pub extraction_llm: Option<ExtractionLlmRecord>,
+    /// Monthly cap on platform LLM spend, in US dollars; `None` = no cap.
+    #[serde(default)]
+    pub spend_cap_usd: Option<f64>,
+}
+
+/// LLM tokens spent by a tenant in one month, for one purpose and model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageRow {
+    /// `YYYY-MM`, UTC.
+    pub month: String,
+    /// What the tokens were spent on: `extract`, `rewrite`, `rerank`, `profile`, ...
+    pub purpose: String,
+    pub model: String,
+    /// Whether the tenant's own LLM served the calls (not billed against the cap).
+    #[serde(default)]
+    pub own_llm: bool,
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Estimated from the configured per-model prices.
+    pub cost_usd: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobState {
+    Queued,
+    Processing,
+    Done,
+    Failed,
+}
+
+impl JobState {
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Done | Self::Failed)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Processing => "processing",
+            Self::Done => "done",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// One memory a remember produced (or found already stored).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RememberedFact {
+    pub id: String,
+    pub text: String,
+    /// `fact`, `preference` or `episode` (or `other` for raw content stored unextracted).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `new`, `updated` (superseded an older fact) or `duplicate` (already stored).
+    pub relation: String,
+}
+
+/// An asynchronous remember: persisted when queued, so it runs even after a crash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExtractJobRecord {
+    pub id: String,
+    pub tenant_id: TenantId,
+    pub collection: CollectionName,
+    pub content: String,
+    #[serde(default)]
+    pub importance: Option<f64>,
+    pub created_by: CreatedBy,
+    pub state: JobState,
+    #[serde(default)]
+    pub facts: Vec<RememberedFact>,
+    /// Why it failed, or why extraction was skipped.
+    #[serde(default)]
+    pub detail: Option<String>,
+    /// How many times a worker started it.
+    #[serde(default)]
+    pub attempts: u32,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
 /// A memory with its embedding: the unit the store persists atomically, so that a memory

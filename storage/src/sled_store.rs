@@ -9,6 +9,10 @@
 //! {tenant}/c/{collection}             collection record (JSON)
 //! {tenant}/m/{collection}/{memory}    memory: u32 LE length of the JSON record, the JSON,
 //!                                     then the embedding as f32 LE
+//! {tenant}/s                          tenant settings (JSON)
+//! {tenant}/u/{month}/{purpose}/{own}/{model}  LLM usage row (JSON)
+//! {tenant}/j/{job}                    extraction job (JSON)
+//! {tenant}/q/{job}                    present while the job is unfinished (empty value)
 //! ```
 //!
 //! A collection and its memories live in one tree, so deleting a collection or moving a
@@ -22,10 +26,10 @@ use sled::{Batch, Db, Tree};
 
 use crate::error::{Result, StorageError};
 use crate::records::{
-    ApiKeyRecord, CollectionName, CollectionRecord, MemoryRecord, StoredMemory, TenantId,
-    TenantRecord,
+    ApiKeyRecord, CollectionName, CollectionRecord, ExtractJobRecord, MemoryRecord, StoredMemory,
+    TenantId, TenantRecord, TenantSettings, UsageRow,
 };
-use crate::store::{MemoryStore, MetaStore};
+use crate::store::{JobStore, MemoryStore, MetaStore};
 
 pub struct SledStore {
     db: Db,
@@ -71,6 +75,26 @@ fn memories_prefix(tenant: &TenantId, collection: &CollectionName) -> String {
 
 fn memory_key(tenant: &TenantId, collection: &CollectionName, id: &str) -> String {
     format!("{tenant}/m/{collection}/{id}")
+}
+
+fn settings_key(tenant: &TenantId) -> String {
+    format!("{tenant}/s")
+}
+
+fn usage_key(tenant: &TenantId, row: &UsageRow) -> String {
+    let own = if row.own_llm { "own" } else { "platform" };
+    format!(
+        "{tenant}/u/{}/{}/{own}/{}",
+        row.month, row.purpose, row.model
+    )
+}
+
+fn job_key(tenant: &TenantId, id: &str) -> String {
+    format!("{tenant}/j/{id}")
+}
+
+fn queue_key(tenant: &TenantId, id: &str) -> String {
+    format!("{tenant}/q/{id}")
 }
 
 fn decode_json<T: DeserializeOwned>(key: &[u8], value: &[u8]) -> Result<T> {
@@ -191,6 +215,123 @@ impl MetaStore for SledStore {
             total += (key.len() + value.len()) as u64;
         }
         Ok(total)
+    }
+
+    fn put_tenant_settings(&self, tenant: &TenantId, settings: &TenantSettings) -> Result<()> {
+        self.data
+            .insert(settings_key(tenant), serde_json::to_vec(settings)?)?;
+        self.flush()
+    }
+
+    fn tenant_settings(&self, tenant: &TenantId) -> Result<TenantSettings> {
+        let key = settings_key(tenant);
+        match self.data.get(key.as_bytes())? {
+            Some(value) => decode_json(key.as_bytes(), &value),
+            None => Ok(TenantSettings::default()),
+        }
+    }
+
+    fn add_usage(&self, tenant: &TenantId, delta: &UsageRow) -> Result<()> {
+        let key = usage_key(tenant, delta);
+        let mut failure = None;
+        // sled retries the closure on a concurrent change, so the add is atomic.
+        self.data.update_and_fetch(key.as_bytes(), |old| {
+            let mut row = match old.map(|bytes| decode_json::<UsageRow>(key.as_bytes(), bytes)) {
+                Some(Ok(row)) => row,
+                Some(Err(error)) => {
+                    failure = Some(error);
+                    return old.map(<[u8]>::to_vec);
+                }
+                None => UsageRow {
+                    calls: 0,
+                    prompt_tokens: 0,
+                    completion_tokens: 0,
+                    cost_usd: 0.0,
+                    ..delta.clone()
+                },
+            };
+            row.calls += delta.calls;
+            row.prompt_tokens += delta.prompt_tokens;
+            row.completion_tokens += delta.completion_tokens;
+            row.cost_usd += delta.cost_usd;
+            serde_json::to_vec(&row).ok()
+        })?;
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        self.flush()
+    }
+
+    fn usage(&self, tenant: &TenantId, month: &str) -> Result<Vec<UsageRow>> {
+        self.data
+            .scan_prefix(format!("{tenant}/u/{month}/"))
+            .map(|entry| {
+                let (key, value) = entry?;
+                decode_json(&key, &value)
+            })
+            .collect()
+    }
+}
+
+impl JobStore for SledStore {
+    fn put_job(&self, job: &ExtractJobRecord) -> Result<()> {
+        let mut batch = Batch::default();
+        batch.insert(
+            job_key(&job.tenant_id, &job.id).as_bytes(),
+            serde_json::to_vec(job)?,
+        );
+        let queued = queue_key(&job.tenant_id, &job.id);
+        if job.state.is_finished() {
+            batch.remove(queued.as_bytes());
+        } else {
+            batch.insert(queued.as_bytes(), &[]);
+        }
+        self.data.apply_batch(batch)?;
+        self.flush()
+    }
+
+    fn job(&self, tenant: &TenantId, id: &str) -> Result<Option<ExtractJobRecord>> {
+        let key = job_key(tenant, id);
+        match self.data.get(key.as_bytes())? {
+            Some(value) => Ok(Some(decode_json(key.as_bytes(), &value)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn unfinished_jobs(&self) -> Result<Vec<ExtractJobRecord>> {
+        let mut jobs = Vec::new();
+        for tenant in self.tenants()? {
+            let prefix = format!("{}/q/", tenant.id);
+            for entry in self.data.scan_prefix(&prefix) {
+                let (key, _) = entry?;
+                let id = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+                if let Some(job) = self.job(&tenant.id, &id)? {
+                    jobs.push(job);
+                }
+            }
+        }
+        jobs.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(jobs)
+    }
+
+    fn prune_jobs(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize> {
+        let mut batch = Batch::default();
+        let mut pruned = 0;
+        for tenant in self.tenants()? {
+            for entry in self.data.scan_prefix(format!("{}/j/", tenant.id)) {
+                let (key, value) = entry?;
+                let job: ExtractJobRecord = decode_json(&key, &value)?;
+                if job.state.is_finished() && job.updated_at < before {
+                    batch.remove(key);
+                    pruned += 1;
+                }
+            }
+        }
+        if pruned > 0 {
+            self.data.apply_batch(batch)?;
+            self.flush()?;
+        }
+        Ok(pruned)
     }
 }
 

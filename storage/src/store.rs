@@ -4,7 +4,8 @@
 
 use crate::error::Result;
 use crate::records::{
-    ApiKeyRecord, CollectionName, CollectionRecord, StoredMemory, TenantId, TenantRecord,
+    ApiKeyRecord, CollectionName, CollectionRecord, ExtractJobRecord, StoredMemory, TenantId,
+    TenantRecord, TenantSettings, UsageRow,
 };
 
 /// Tenants, their API keys and their collections.
@@ -22,6 +23,27 @@ pub trait MetaStore: Send + Sync + 'static {
 
     /// Bytes the tenant's records take in the store (keys and values).
     fn tenant_bytes(&self, tenant: &TenantId) -> Result<u64>;
+
+    fn put_tenant_settings(&self, tenant: &TenantId, settings: &TenantSettings) -> Result<()>;
+    /// The tenant's settings; the default when none were ever saved.
+    fn tenant_settings(&self, tenant: &TenantId) -> Result<TenantSettings>;
+
+    /// Adds `delta`'s calls, tokens and cost to the row of the same month, purpose, model
+    /// and `own_llm`, creating it when missing; atomic against concurrent adds.
+    fn add_usage(&self, tenant: &TenantId, delta: &UsageRow) -> Result<()>;
+    /// The tenant's usage rows of one month (`YYYY-MM`).
+    fn usage(&self, tenant: &TenantId, month: &str) -> Result<Vec<UsageRow>>;
+}
+
+/// Extraction jobs (asynchronous remember), persisted so that a queued job survives a
+/// crash.
+pub trait JobStore: Send + Sync + 'static {
+    fn put_job(&self, job: &ExtractJobRecord) -> Result<()>;
+    fn job(&self, tenant: &TenantId, id: &str) -> Result<Option<ExtractJobRecord>>;
+    /// Every job, of any tenant, not yet done or failed, oldest first.
+    fn unfinished_jobs(&self) -> Result<Vec<ExtractJobRecord>>;
+    /// Removes finished jobs last updated before `before` (the caller's retention).
+    fn prune_jobs(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize>;
 }
 
 /// Memories and their embeddings, per collection.
@@ -60,6 +82,6 @@ pub trait MemoryStore: Send + Sync + 'static {
 }
 
 /// Everything the service persists; one value of it is shared by all actors.
-pub trait Store: MetaStore + MemoryStore {}
+pub trait Store: MetaStore + MemoryStore + JobStore {}
 
-impl<T: MetaStore + MemoryStore> Store for T {}
+impl<T: MetaStore + MemoryStore + JobStore> Store for T {}

@@ -7,8 +7,9 @@ use chrono::{TimeZone, Utc};
 use serde_json::json;
 
 use crate::records::{
-    ApiKeyRecord, CollectionName, CollectionRecord, CreatedBy, MemoryRecord, StoredMemory,
-    TenantId, TenantRecord,
+    ApiKeyRecord, CollectionName, CollectionRecord, CreatedBy, ExtractJobRecord,
+    ExtractionLlmRecord, JobState, MemoryRecord, RememberedFact, StoredMemory, TenantId,
+    TenantRecord, TenantSettings, UsageRow,
 };
 use crate::store::Store;
 
@@ -23,6 +24,9 @@ pub fn run_all(store: &dyn Store) {
     delete_collection_removes_its_memories_only(store);
     move_memory_is_all_or_nothing(store);
     tenants_never_see_each_other(store);
+    settings_default_then_round_trip(store);
+    usage_adds_up_per_row(store);
+    jobs_leave_the_queue_when_finished(store);
 }
 
 pub fn sample_tenant(name: &str) -> TenantRecord {
@@ -71,6 +75,9 @@ pub fn sample_memory(id: &str, text: &str) -> StoredMemory {
                 label: "suite".to_owned(),
             },
             superseded_by: None,
+            superseded_at: None,
+            slot: None,
+            value: None,
             expires_at: None,
             index_key: 0,
         },
@@ -263,4 +270,121 @@ pub fn tenants_never_see_each_other(store: &dyn Store) {
     assert_eq!(store.memory(&second.id, &shared_name, "m1").unwrap(), None);
     assert_eq!(store.tenant_bytes(&second.id).unwrap(), 0);
     assert!(store.tenant_bytes(&first.id).unwrap() > 0);
+}
+
+pub fn settings_default_then_round_trip(store: &dyn Store) {
+    let tenant = sample_tenant("settings");
+    store.put_tenant(&tenant).unwrap();
+    assert_eq!(
+        store.tenant_settings(&tenant.id).unwrap(),
+        TenantSettings::default()
+    );
+    let settings = TenantSettings {
+        extraction_llm: Some(ExtractionLlmRecord {
+            provider: "custom".to_owned(),
+            base_url: "http://127.0.0.1:9/v1".to_owned(),
+            model: "m".to_owned(),
+            api_key_sealed: "v1:sealed".to_owned(),
+            updated_at: Utc::now(),
+        }),
+        spend_cap_usd: Some(2.5),
+    };
+    store.put_tenant_settings(&tenant.id, &settings).unwrap();
+    assert_eq!(store.tenant_settings(&tenant.id).unwrap(), settings);
+    let other = sample_tenant("settings-other");
+    store.put_tenant(&other).unwrap();
+    assert_eq!(
+        store.tenant_settings(&other.id).unwrap(),
+        TenantSettings::default()
+    );
+}
+
+pub fn usage_adds_up_per_row(store: &dyn Store) {
+    let tenant = sample_tenant("usage");
+    store.put_tenant(&tenant).unwrap();
+    let row = |month: &str, purpose: &str, tokens: u64| UsageRow {
+        month: month.to_owned(),
+        purpose: purpose.to_owned(),
+        model: "gpt/x".to_owned(),
+        own_llm: false,
+        calls: 1,
+        prompt_tokens: tokens,
+        completion_tokens: 1,
+        cost_usd: 0.25,
+    };
+    store
+        .add_usage(&tenant.id, &row("2026-11", "extract", 10))
+        .unwrap();
+    store
+        .add_usage(&tenant.id, &row("2026-11", "extract", 5))
+        .unwrap();
+    store
+        .add_usage(&tenant.id, &row("2026-11", "rerank", 7))
+        .unwrap();
+    store
+        .add_usage(&tenant.id, &row("2026-10", "extract", 100))
+        .unwrap();
+    let mut november = store.usage(&tenant.id, "2026-11").unwrap();
+    november.sort_by(|a, b| a.purpose.cmp(&b.purpose));
+    assert_eq!(november.len(), 2);
+    assert_eq!((november[0].calls, november[0].prompt_tokens), (2, 15));
+    assert!((november[0].cost_usd - 0.5).abs() < 1e-9);
+    assert_eq!(november[1].purpose, "rerank");
+    assert_eq!(store.usage(&tenant.id, "2026-10").unwrap().len(), 1);
+    assert!(store.usage(&tenant.id, "2026-09").unwrap().is_empty());
+}
+
+pub fn jobs_leave_the_queue_when_finished(store: &dyn Store) {
+    let tenant = sample_tenant("jobs");
+    store.put_tenant(&tenant).unwrap();
+    let at = |second: u32| Utc.with_ymd_and_hms(2026, 3, 1, 0, 0, second).unwrap();
+    let job = |id: &str, second: u32| ExtractJobRecord {
+        id: id.to_owned(),
+        tenant_id: tenant.id.clone(),
+        collection: name("inbox"),
+        content: "My favorite color is blue.".to_owned(),
+        importance: None,
+        created_by: CreatedBy {
+            id: "key".to_owned(),
+            label: "label".to_owned(),
+        },
+        state: JobState::Queued,
+        facts: Vec::new(),
+        detail: None,
+        attempts: 0,
+        created_at: at(second),
+        updated_at: at(second),
+    };
+    let (second, first) = (job("job-b", 2), job("job-a", 1));
+    store.put_job(&second).unwrap();
+    store.put_job(&first).unwrap();
+    let ids = |jobs: Vec<ExtractJobRecord>| jobs.into_iter().map(|job| job.id).collect::<Vec<_>>();
+    let queued: Vec<String> = ids(store.unfinished_jobs().unwrap())
+        .into_iter()
+        .filter(|id| id.starts_with("job-"))
+        .collect();
+    assert_eq!(queued, vec!["job-a", "job-b"]);
+    let mut done = first.clone();
+    done.state = JobState::Done;
+    done.facts.push(RememberedFact {
+        id: "m1".to_owned(),
+        text: "My favorite color is blue.".to_owned(),
+        kind: "preference".to_owned(),
+        relation: "new".to_owned(),
+    });
+    store.put_job(&done).unwrap();
+    assert_eq!(store.job(&tenant.id, "job-a").unwrap(), Some(done));
+    assert!(!ids(store.unfinished_jobs().unwrap()).contains(&"job-a".to_owned()));
+    assert!(store
+        .job(&sample_tenant("x").id, "job-a")
+        .unwrap()
+        .is_none());
+    assert_eq!(store.prune_jobs(at(0)).unwrap(), 0);
+    assert_eq!(
+        store.prune_jobs(at(59)).unwrap(),
+        1,
+        "only the finished job goes"
+    );
+    assert!(store.job(&tenant.id, "job-a").unwrap().is_none());
+    assert!(store.job(&tenant.id, "job-b").unwrap().is_some());
 }

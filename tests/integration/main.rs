@@ -7,6 +7,7 @@
 mod basics;
 mod collections;
 mod durability;
+mod graph;
 mod memories;
 mod search;
 mod startup;

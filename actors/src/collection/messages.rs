@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
-use memvault_storage::{CollectionName, MemoryRecord, StoredMemory};
+use memvault_storage::{CollectionName, CreatedBy, MemoryRecord, RememberedFact, StoredMemory};
 use ractor::RpcReplyPort;
 
+use super::remember::IncomingFact;
 use crate::error::Result;
 use crate::memory::MemoryChange;
 
@@ -13,6 +14,14 @@ pub enum CollectionMessage {
     Insert {
         memories: Vec<StoredMemory>,
         reply: RpcReplyPort<Result<Vec<Arc<MemoryRecord>>>>,
+    },
+    /// Takes in extracted facts with supersession (see `remember.rs`); replies with one
+    /// entry per fact, in order.
+    Remember {
+        facts: Vec<IncomingFact>,
+        importance: f64,
+        created_by: CreatedBy,
+        reply: RpcReplyPort<Result<Vec<RememberedFact>>>,
     },
     /// Applies a change to one memory.
     Update {
@@ -27,7 +36,7 @@ pub enum CollectionMessage {
     /// Takes in a memory moved from another collection of the tenant: one atomic store
     /// write removes it there and adds it here.
     Adopt {
-        memory: StoredMemory,
+        memory: Box<StoredMemory>,
         from: CollectionName,
         reply: RpcReplyPort<Result<Arc<MemoryRecord>>>,
     },

@@ -8,6 +8,7 @@
 //! catches the indexes up from the store.
 
 mod messages;
+mod remember;
 mod state;
 
 use std::collections::HashSet;
@@ -15,10 +16,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use memvault_storage::{CollectionName, MemoryRecord, Store, StoredMemory, TenantId};
+use memvault_storage::{
+    CollectionName, CreatedBy, MemoryRecord, RememberedFact, Store, StoredMemory, TenantId,
+};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 pub use messages::CollectionMessage;
+pub use remember::{decide, Decision, IncomingFact, Target};
 pub use state::{CollectionHandle, CollectionSnapshot};
 
 use crate::error::{Error, Result};
@@ -284,6 +288,15 @@ impl Actor for CollectionActor {
                 let result = insert(state, memories).await;
                 settle(reply, result, state)
             }
+            CollectionMessage::Remember {
+                facts,
+                importance,
+                created_by,
+                reply,
+            } => {
+                let result = remember(state, facts, importance, created_by).await;
+                settle(reply, result, state)
+            }
             CollectionMessage::Update { id, change, reply } => {
                 let result = update(state, &id, change).await;
                 settle(reply, result, state)
@@ -297,7 +310,7 @@ impl Actor for CollectionActor {
                 from,
                 reply,
             } => {
-                let result = adopt(state, memory, from).await;
+                let result = adopt(state, *memory, from).await;
                 settle(reply, result, state)
             }
             CollectionMessage::Evict { id, reply } => {
@@ -503,4 +516,152 @@ async fn adopt(
     state.current.insert(record.clone());
     state.publish();
     Ok(record)
+}
+
+/// Carries out [`decide`]'s decisions: new facts and the memories they supersede are
+/// written in one atomic store batch, then indexed and published.
+async fn remember(
+    state: &mut CollectionState,
+    facts: Vec<IncomingFact>,
+    importance: f64,
+    created_by: CreatedBy,
+) -> Result<Vec<RememberedFact>> {
+    let now = Utc::now();
+    let decisions = decide(&state.current, &facts, now);
+    let mut fresh: Vec<Option<StoredMemory>> = Vec::with_capacity(facts.len());
+    for (fact, decision) in facts.iter().zip(&decisions) {
+        fresh.push(decision.stores().then(|| StoredMemory {
+            record: MemoryRecord {
+                id: uuid::Uuid::now_v7().to_string(),
+                text: fact.text.clone(),
+                importance,
+                category: fact.category.clone(),
+                source: "remember".to_owned(),
+                metadata: Default::default(),
+                container_tag: None,
+                images: Vec::new(),
+                created_at: now,
+                updated_at: now,
+                pinned: false,
+                archived: false,
+                created_by: created_by.clone(),
+                superseded_by: None,
+                superseded_at: None,
+                slot: fact.slot.clone(),
+                value: Some(fact.value.clone()),
+                expires_at: fact.valid_until,
+                index_key: 0,
+            },
+            embedding: fact.embedding.clone(),
+        }));
+    }
+    let mut superseded = Vec::new();
+    for (index, decision) in decisions.iter().enumerate() {
+        let Decision::Updated { supersedes } = decision else {
+            continue;
+        };
+        let successor = fresh[index]
+            .as_ref()
+            .map(|memory| memory.record.id.clone())
+            .unwrap_or_default();
+        match supersedes {
+            Target::Batch(earlier) => {
+                if let Some(old) = fresh[*earlier].as_mut() {
+                    old.record.superseded_by = Some(successor);
+                    old.record.superseded_at = Some(now);
+                }
+            }
+            Target::Stored(id) => {
+                let (store, tenant, name, key) = (
+                    state.store.clone(),
+                    state.tenant().clone(),
+                    state.name().clone(),
+                    id.clone(),
+                );
+                let Some(mut old) = blocking(move || store.memory(&tenant, &name, &key)).await?
+                else {
+                    return Err(Error::Unavailable(format!(
+                        "memory '{id}' is in the collection's state but not in the store"
+                    )));
+                };
+                old.record.superseded_by = Some(successor);
+                old.record.superseded_at = Some(now);
+                superseded.push(old);
+            }
+        }
+    }
+    let mut created: Vec<StoredMemory> = fresh.iter().flatten().cloned().collect();
+    for memory in &mut created {
+        memory.record.index_key = state.next_key();
+    }
+    let ids_by_index: Vec<Option<String>> = fresh
+        .iter()
+        .map(|memory| memory.as_ref().map(|memory| memory.record.id.clone()))
+        .collect();
+    let mut writes = created.clone();
+    writes.extend(superseded.iter().cloned());
+    if !writes.is_empty() {
+        let (store, tenant, name) = (
+            state.store.clone(),
+            state.tenant().clone(),
+            state.name().clone(),
+        );
+        blocking(move || store.put_memories(&tenant, &name, &writes)).await?;
+    }
+    let to_index = Arc::new(created.clone());
+    if !to_index.is_empty() {
+        state
+            .index(move |indexes| {
+                indexes.vector.ensure_capacity(to_index.len())?;
+                for memory in to_index.iter() {
+                    indexes.add(
+                        memory.record.index_key,
+                        &memory.record.text,
+                        &memory.embedding,
+                    )?;
+                }
+                Ok(())
+            })
+            .await;
+    }
+    for memory in superseded.into_iter().chain(created) {
+        state.current.insert(Arc::new(memory.record));
+    }
+    if decisions.iter().any(Decision::stores) {
+        state.publish();
+    }
+    let outcome = facts
+        .iter()
+        .zip(&decisions)
+        .enumerate()
+        .map(|(index, (fact, decision))| {
+            let id = match decision {
+                Decision::Duplicate {
+                    of: Target::Stored(id),
+                } => id.clone(),
+                Decision::Duplicate {
+                    of: Target::Batch(earlier),
+                } => ids_by_index[*earlier].clone().unwrap_or_default(),
+                _ => ids_by_index[index].clone().unwrap_or_default(),
+            };
+            let text = match decision {
+                Decision::Duplicate {
+                    of: Target::Stored(id),
+                } => state
+                    .current
+                    .memories
+                    .get(id)
+                    .map(|memory| memory.text.clone())
+                    .unwrap_or_else(|| fact.text.clone()),
+                _ => fact.text.clone(),
+            };
+            RememberedFact {
+                id,
+                text,
+                kind: fact.category.clone(),
+                relation: decision.relation().to_owned(),
+            }
+        })
+        .collect();
+    Ok(outcome)
 }

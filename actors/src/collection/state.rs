@@ -36,26 +36,84 @@ pub struct CollectionSnapshot {
     /// Index key to memory, for search candidates; only current keys are here, so a stale
     /// key left in an index never resolves.
     pub keys: imbl::HashMap<u64, Arc<MemoryRecord>>,
+    /// Slot → id of the memory that holds it: the one fact on that slot not superseded
+    /// (it may have expired; readers check).
+    pub slots: imbl::HashMap<String, String>,
+    /// (fingerprint of the normalized text, id) of every memory not superseded, to find
+    /// an identical fact without a scan.
+    pub fingerprints: imbl::OrdSet<(u64, String)>,
+    /// (when, id) of every superseded memory, for contradictions newest first.
+    pub superseded: imbl::OrdSet<(DateTime<Utc>, String)>,
     /// Bumped on every write; caches keyed by it go stale when the collection changes.
     pub version: u64,
 }
 
+/// A stable-in-process fingerprint of a text's words, case and punctuation ignored.
+pub fn text_fingerprint(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    crate::extract::normalize_value(text).hash(&mut hasher);
+    hasher.finish()
+}
+
 impl CollectionSnapshot {
     pub fn insert(&mut self, memory: Arc<MemoryRecord>) {
-        if let Some(previous) = self.memories.get(&memory.id) {
-            self.order.remove(&list_key(previous));
-            self.keys.remove(&previous.index_key);
+        if let Some(previous) = self.memories.get(&memory.id).cloned() {
+            self.unindex(&previous);
         }
         self.order.insert(list_key(&memory), memory.id.clone());
         self.keys.insert(memory.index_key, memory.clone());
+        match (&memory.superseded_by, memory.superseded_at) {
+            (None, _) => {
+                if let Some(slot) = &memory.slot {
+                    self.slots.insert(slot.clone(), memory.id.clone());
+                }
+                self.fingerprints
+                    .insert((text_fingerprint(&memory.text), memory.id.clone()));
+            }
+            (Some(_), at) => {
+                let at = at.unwrap_or(memory.updated_at);
+                self.superseded.insert((at, memory.id.clone()));
+            }
+        }
         self.memories.insert(memory.id.clone(), memory);
     }
 
     pub fn remove(&mut self, id: &str) -> Option<Arc<MemoryRecord>> {
         let removed = self.memories.remove(id)?;
-        self.order.remove(&list_key(&removed));
-        self.keys.remove(&removed.index_key);
+        self.unindex(&removed);
         Some(removed)
+    }
+
+    /// Drops every secondary entry of a memory that is being replaced or removed.
+    fn unindex(&mut self, memory: &MemoryRecord) {
+        self.order.remove(&list_key(memory));
+        self.keys.remove(&memory.index_key);
+        if let Some(slot) = &memory.slot {
+            if self.slots.get(slot) == Some(&memory.id) {
+                self.slots.remove(slot);
+            }
+        }
+        self.fingerprints
+            .remove(&(text_fingerprint(&memory.text), memory.id.clone()));
+        let at = memory.superseded_at.unwrap_or(memory.updated_at);
+        self.superseded.remove(&(at, memory.id.clone()));
+    }
+
+    /// The memory that holds a slot, if any (current or expired, never superseded).
+    pub fn slot_holder(&self, slot: &str) -> Option<&Arc<MemoryRecord>> {
+        self.slots.get(slot).and_then(|id| self.memories.get(id))
+    }
+
+    /// Memories not superseded whose text has the same words as `text`.
+    pub fn same_text(&self, text: &str) -> impl Iterator<Item = &Arc<MemoryRecord>> + '_ {
+        let fingerprint = text_fingerprint(text);
+        let wanted = crate::extract::normalize_value(text);
+        self.fingerprints
+            .range((fingerprint, String::new())..)
+            .take_while(move |(found, _)| *found == fingerprint)
+            .filter_map(|(_, id)| self.memories.get(id))
+            .filter(move |memory| crate::extract::normalize_value(&memory.text) == wanted)
     }
 
     /// The memory an index key stands for, if that key is current.
@@ -149,6 +207,9 @@ mod tests {
                 label: "l".to_owned(),
             },
             superseded_by: None,
+            superseded_at: None,
+            slot: None,
+            value: None,
             expires_at: None,
             index_key: u64::from(id),
         })

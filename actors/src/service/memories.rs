@@ -55,6 +55,9 @@ impl Memvault {
                     archived: false,
                     created_by: created_by.clone(),
                     superseded_by: None,
+                    superseded_at: None,
+                    slot: None,
+                    value: None,
                     expires_at: None,
                     index_key: 0,
                 },
@@ -214,7 +217,7 @@ impl Memvault {
         let from_name = from.clone();
         let moved = self
             .call_collection(&target, |reply| CollectionMessage::Adopt {
-                memory: stored,
+                memory: Box::new(stored),
                 from: from_name,
                 reply,
             })

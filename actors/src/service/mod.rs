@@ -3,12 +3,15 @@
 //! and then make one call to the owning actor, with a timeout.
 
 mod collections;
+pub mod intelligence;
 mod memories;
+mod remember;
 mod search;
+mod settings;
 mod tenants;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -16,7 +19,10 @@ use memvault_storage::{CollectionName, Store, TenantId};
 use ractor::{Actor, ActorRef};
 
 pub use collections::CollectionView;
+pub use intelligence::{IntelligenceConfig, ModelPrice, Purpose};
 pub use memories::ListPage;
+pub use remember::{Contradiction, Extractor, Profile, RememberInput, RememberOutcome};
+pub use settings::{ExtractionLlmInput, ExtractionLlmView, SpendView};
 pub use tenants::{BootstrapOutcome, NewTenant, TenantStats};
 
 use crate::agent::KeyDirectory;
@@ -24,6 +30,7 @@ use crate::call::call_actor;
 use crate::collection::{CollectionHandle, CollectionMessage};
 use crate::embedding::EmbeddingService;
 use crate::error::{Error, Result};
+use crate::extraction::{ExtractionArgs, ExtractionMessage, ExtractionSupervisor};
 use crate::index::IndexSettings;
 use crate::root::{RootActor, RootArgs, RootMessage};
 use crate::search::cache::SearchCaches;
@@ -38,6 +45,12 @@ pub struct ServiceConfig {
     pub index_dir: Option<PathBuf>,
     /// Search results cached per collection version (0 turns the cache off).
     pub search_cache_entries: u64,
+    /// LLMs, prices and the key that seals tenants' LLM credentials.
+    pub intelligence: IntelligenceConfig,
+    /// Extraction jobs run at once.
+    pub extraction_workers: usize,
+    /// Finished extraction jobs are kept (for polling) this long.
+    pub job_retention: Duration,
 }
 
 impl Default for ServiceConfig {
@@ -46,6 +59,12 @@ impl Default for ServiceConfig {
             call_timeout: Duration::from_secs(30),
             index_dir: None,
             search_cache_entries: 10_000,
+            intelligence: IntelligenceConfig {
+                own_llm_timeout: Duration::from_secs(60),
+                ..IntelligenceConfig::default()
+            },
+            extraction_workers: 2,
+            job_retention: Duration::from_secs(7 * 24 * 3600),
         }
     }
 }
@@ -64,7 +83,16 @@ struct Inner {
     store: Arc<dyn Store>,
     embedder: EmbeddingService,
     caches: SearchCaches,
+    intelligence: intelligence::Intelligence,
+    /// The extraction queue's supervisor; set once it has started.
+    extraction: OnceLock<ActorRef<ExtractionMessage>>,
     config: ServiceConfig,
+}
+
+impl Inner {
+    fn intelligence_own_forget(&self, tenant: &TenantId) {
+        self.intelligence.forget_own(tenant);
+    }
 }
 
 impl Memvault {
@@ -86,10 +114,11 @@ impl Memvault {
             keys: keys.clone(),
             tenants: tenants.clone(),
         };
+        let intelligence = intelligence::Intelligence::new(config.intelligence.clone())?;
         let (root, _) = Actor::spawn(None, RootActor, args)
             .await
             .map_err(|error| Error::Unavailable(format!("actor system did not start: {error}")))?;
-        Ok(Self {
+        let service = Self {
             inner: Arc::new(Inner {
                 root,
                 tenants,
@@ -97,14 +126,60 @@ impl Memvault {
                 store,
                 embedder,
                 caches: SearchCaches::new(config.search_cache_entries, 10_000),
+                intelligence,
+                extraction: OnceLock::new(),
                 config,
             }),
+        };
+        service.start_extraction().await?;
+        Ok(service)
+    }
+
+    /// Starts the extraction queue and queues every job a previous run left unfinished.
+    async fn start_extraction(&self) -> Result<()> {
+        let args = ExtractionArgs {
+            service: self.clone(),
+            workers: self.inner.config.extraction_workers,
+        };
+        let (supervisor, _) = Actor::spawn(None, ExtractionSupervisor, args)
+            .await
+            .map_err(|error| {
+                Error::Unavailable(format!("extraction queue did not start: {error}"))
+            })?;
+        let store = self.inner.store.clone();
+        let retention = chrono::Duration::from_std(self.inner.config.job_retention)
+            .unwrap_or(chrono::Duration::days(7));
+        let unfinished = tokio::task::spawn_blocking(move || {
+            store.prune_jobs(chrono::Utc::now() - retention)?;
+            store.unfinished_jobs()
         })
+        .await
+        .map_err(|error| Error::Unavailable(format!("storage task did not complete: {error}")))??;
+        if !unfinished.is_empty() {
+            tracing::info!(
+                jobs = unfinished.len(),
+                "resuming unfinished extraction jobs"
+            );
+        }
+        for job in unfinished {
+            let _ = supervisor.cast(ExtractionMessage::Submit(Box::new(job)));
+        }
+        let _ = self.inner.extraction.set(supervisor);
+        Ok(())
     }
 
     /// Stops every actor; in-flight actor calls finish first (each actor drains the
     /// message it is handling).
     pub async fn shutdown(&self) {
+        if let Some(extraction) = self.inner.extraction.get() {
+            extraction
+                .stop_and_wait(
+                    Some("shutting down".to_owned()),
+                    Some(Duration::from_secs(30)),
+                )
+                .await
+                .ok();
+        }
         self.inner
             .root
             .stop_and_wait(

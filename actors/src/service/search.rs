@@ -7,16 +7,19 @@ use std::time::Instant;
 use chrono::Utc;
 use memvault_storage::{CollectionName, MemoryRecord, TenantId};
 
+use super::intelligence::{LlmChoice, Purpose};
 use super::Memvault;
 use crate::collection::{CollectionHandle, CollectionSnapshot};
 use crate::error::{Error, Result};
 use crate::index::{CollectionIndexes, IndexError};
+use crate::llm::Llm;
 use crate::search::cache::fingerprint;
 use crate::search::engine::{search_collection, vector_candidates};
 use crate::search::{SearchFilter, SearchHit, SearchMode, SearchOutcome, SearchQuery, Skipped};
 
-/// Why `rewrite` and `rerank` do not run yet.
-const NO_LLM: &str = "no LLM is configured";
+/// Rerank sees this many times the requested results, at most [`RERANK_CANDIDATES_MAX`].
+const RERANK_CANDIDATE_FACTOR: usize = 3;
+const RERANK_CANDIDATES_MAX: usize = 50;
 
 /// One collection as a search sees it: a consistent snapshot and its indexes.
 struct Target {
@@ -28,6 +31,8 @@ struct Target {
 
 impl Memvault {
     /// Searches one collection (`scope` = its name) or every collection of the tenant.
+    /// `rewrite` and `rerank` each add one LLM call; without an LLM (or over the spend
+    /// cap) they are skipped and the outcome says why.
     pub async fn search(
         &self,
         tenant: &TenantId,
@@ -36,7 +41,16 @@ impl Memvault {
     ) -> Result<SearchOutcome> {
         let started = Instant::now();
         let targets = self.search_targets(tenant, scope)?;
-        let skipped = skipped_steps(&query);
+        let choice = if query.rewrite || query.rerank {
+            Some(self.llm_for(tenant, Purpose::Rewrite).await?)
+        } else {
+            None
+        };
+        let llm = choice.as_ref().and_then(LlmChoice::llm).cloned();
+        let mut skipped = match (&choice, &llm) {
+            (Some(choice), None) => skipped_steps(&query, &choice.absence().unwrap_or_default()),
+            _ => Vec::new(),
+        };
         let key = cache_key(tenant, scope, &targets, &query);
         if let Some(hits) = self.inner.caches.results(key) {
             return Ok(SearchOutcome {
@@ -47,6 +61,26 @@ impl Memvault {
                 skipped,
             });
         }
+        let mut query = query;
+        let limit = query.limit;
+        let wants_rerank = query.rerank && llm.is_some();
+        if let Some(llm) = &llm {
+            if query.rewrite {
+                match self.rewrite_query(tenant, &**llm, &query.text).await {
+                    Ok(text) => query.text = text,
+                    Err(reason) => skipped.push(Skipped {
+                        step: "rewrite",
+                        reason,
+                    }),
+                }
+            }
+            if query.rerank {
+                // Rerank chooses among more candidates than it returns.
+                query.limit = (limit * RERANK_CANDIDATE_FACTOR)
+                    .min(RERANK_CANDIDATES_MAX)
+                    .max(limit);
+            }
+        }
         let (vector, query_embedding_ms) = match query.mode {
             SearchMode::Text => (None, 0.0),
             SearchMode::Vector | SearchMode::Hybrid => {
@@ -56,35 +90,52 @@ impl Memvault {
             }
         };
         let search_started = Instant::now();
-        let limit = query.limit;
-        let hits = tokio::task::spawn_blocking(move || -> Result<Vec<SearchHit>, IndexError> {
-            let now = Utc::now();
-            let mut hits = Vec::new();
-            for target in &targets {
-                let found = search_collection(
-                    &target.snapshot,
-                    &target.indexes,
-                    &query,
-                    vector.as_deref().map(Vec::as_slice),
-                    now,
-                )?;
-                hits.extend(found.into_iter().map(|(memory, score)| SearchHit {
-                    memory,
-                    score,
-                    collection: target.name.clone(),
-                }));
+        let candidates = query.limit;
+        let rerank_text = query.text.clone();
+        let mut hits =
+            tokio::task::spawn_blocking(move || -> Result<Vec<SearchHit>, IndexError> {
+                let now = Utc::now();
+                let mut hits = Vec::new();
+                for target in &targets {
+                    let found = search_collection(
+                        &target.snapshot,
+                        &target.indexes,
+                        &query,
+                        vector.as_deref().map(Vec::as_slice),
+                        now,
+                    )?;
+                    hits.extend(found.into_iter().map(|(memory, score)| SearchHit {
+                        memory,
+                        score,
+                        collection: target.name.clone(),
+                    }));
+                }
+                if targets.len() > 1 {
+                    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+                    hits.truncate(candidates);
+                }
+                Ok(hits)
+            })
+            .await
+            .map_err(|error| Error::Unavailable(format!("search did not complete: {error}")))?
+            .map_err(index_unavailable)?;
+        if let (Some(llm), true) = (&llm, wants_rerank && hits.len() > 1) {
+            if let Err(reason) = self
+                .rerank_hits(tenant, &**llm, &rerank_text, &mut hits)
+                .await
+            {
+                skipped.push(Skipped {
+                    step: "rerank",
+                    reason,
+                });
             }
-            if targets.len() > 1 {
-                hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-                hits.truncate(limit);
-            }
-            Ok(hits)
-        })
-        .await
-        .map_err(|error| Error::Unavailable(format!("search did not complete: {error}")))?
-        .map_err(index_unavailable)?;
+        }
+        hits.truncate(limit);
         let hits = Arc::new(hits);
-        self.inner.caches.store_results(key, hits.clone());
+        // An answer a failed LLM step degraded is not kept: the next try may do better.
+        if skipped.is_empty() || llm.is_none() {
+            self.inner.caches.store_results(key, hits.clone());
+        }
         Ok(SearchOutcome {
             hits,
             query_embedding_ms,
@@ -92,6 +143,52 @@ impl Memvault {
             cached: false,
             skipped,
         })
+    }
+
+    /// The query as the LLM rewrote it for retrieval, or why not.
+    async fn rewrite_query(
+        &self,
+        tenant: &TenantId,
+        llm: &dyn Llm,
+        text: &str,
+    ) -> std::result::Result<String, String> {
+        let response = llm
+            .chat(crate::llm::rewrite_request(text))
+            .await
+            .map_err(|error| format!("the LLM call failed: {error}"))?;
+        self.record_usage(tenant, Purpose::Rewrite, llm.model(), false, response.usage)
+            .await;
+        crate::llm::parse_rewrite(&response.content)
+            .ok_or_else(|| "the LLM's rewrite was not usable".to_owned())
+    }
+
+    /// Reorders the hits as the LLM ranks them, or says why not.
+    async fn rerank_hits(
+        &self,
+        tenant: &TenantId,
+        llm: &dyn Llm,
+        text: &str,
+        hits: &mut Vec<SearchHit>,
+    ) -> std::result::Result<(), String> {
+        let candidates: Vec<(String, String)> = hits
+            .iter()
+            .map(|hit| (hit.memory.id.clone(), hit.memory.text.clone()))
+            .collect();
+        let ids: Vec<String> = candidates.iter().map(|(id, _)| id.clone()).collect();
+        let response = llm
+            .chat(crate::llm::rerank_request(text, &candidates))
+            .await
+            .map_err(|error| format!("the LLM call failed: {error}"))?;
+        self.record_usage(tenant, Purpose::Rerank, llm.model(), false, response.usage)
+            .await;
+        let order = crate::llm::parse_rerank(&response.content, &ids)
+            .ok_or_else(|| "the LLM's ranking was not usable".to_owned())?;
+        let mut by_id: std::collections::HashMap<String, SearchHit> = hits
+            .drain(..)
+            .map(|hit| (hit.memory.id.clone(), hit))
+            .collect();
+        hits.extend(order.iter().filter_map(|id| by_id.remove(id)));
+        Ok(())
     }
 
     /// The memories nearest to memory `id` by its own embedding: not itself, not archived,
@@ -268,13 +365,13 @@ impl Memvault {
     }
 }
 
-fn skipped_steps(query: &SearchQuery) -> Vec<Skipped> {
+fn skipped_steps(query: &SearchQuery, reason: &str) -> Vec<Skipped> {
     [("rewrite", query.rewrite), ("rerank", query.rerank)]
         .into_iter()
         .filter(|(_, asked)| *asked)
         .map(|(step, _)| Skipped {
             step,
-            reason: NO_LLM.to_owned(),
+            reason: reason.to_owned(),
         })
         .collect()
 }
@@ -305,6 +402,7 @@ fn cache_key(
         query.min_score.to_bits(),
         query.mode,
         query.fusion,
+        (query.rewrite, query.rerank),
         (
             &filter.category,
             &filter.container_tag,

@@ -2,12 +2,15 @@
 
 use std::sync::Arc;
 
-use memvault_storage::{ApiKeyRecord, CollectionName};
+use memvault_storage::{ApiKeyRecord, CollectionName, TenantSettings};
 use ractor::RpcReplyPort;
 use serde_json::{Map, Value};
 
 use super::state::CollectionEntry;
 use crate::error::Result;
+
+/// A change of a tenant's settings: given the current ones, the new ones (or a refusal).
+pub type SettingsChange = Box<dyn FnOnce(&TenantSettings) -> Result<TenantSettings> + Send>;
 
 pub enum TenantMessage {
     /// The collection, created when missing (auto-create on first write).
@@ -38,6 +41,12 @@ pub enum TenantMessage {
     AddKey {
         key: ApiKeyRecord,
         reply: RpcReplyPort<Result<Arc<ApiKeyRecord>>>,
+    },
+    /// Changes the tenant's settings: `change` gets the current ones and returns the new
+    /// ones (or refuses), so concurrent changes of different fields never undo each other.
+    UpdateSettings {
+        change: SettingsChange,
+        reply: RpcReplyPort<Result<Arc<TenantSettings>>>,
     },
     /// Sent to itself after a back-off: restart a failed collection actor.
     RestartCollection { name: CollectionName },

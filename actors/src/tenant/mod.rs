@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use memvault_storage::{CollectionName, CollectionRecord, Store};
+use memvault_storage::{CollectionName, CollectionRecord, Store, TenantSettings};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 pub use messages::TenantMessage;
@@ -132,6 +132,25 @@ async fn create_collection(
     Ok(entry)
 }
 
+async fn update_settings(
+    state: &mut TenantState,
+    change: messages::SettingsChange,
+) -> Result<Arc<TenantSettings>> {
+    let snapshot = state.snapshot();
+    let settings = change(&snapshot.settings)?;
+    let (store, tenant, stored) = (
+        state.store.clone(),
+        snapshot.record.id.clone(),
+        settings.clone(),
+    );
+    blocking(move || store.put_tenant_settings(&tenant, &stored)).await?;
+    let settings = Arc::new(settings);
+    let mut snapshot = (*snapshot).clone();
+    snapshot.settings = settings.clone();
+    state.publish(snapshot);
+    Ok(settings)
+}
+
 fn new_collection_record(
     name: CollectionName,
     description: Option<String>,
@@ -219,6 +238,8 @@ impl Actor for TenantActor {
         }
         let (store, collections_of) = (args.store.clone(), tenant.clone());
         let records = blocking(move || store.collections(&collections_of)).await?;
+        let (store, settings_of) = (args.store.clone(), tenant.clone());
+        let settings = blocking(move || store.tenant_settings(&settings_of)).await?;
         let mut state = TenantState {
             handle: args.handle,
             store: args.store,
@@ -229,6 +250,7 @@ impl Actor for TenantActor {
         };
         let mut snapshot = (*state.snapshot()).clone();
         snapshot.collections = imbl::OrdMap::new();
+        snapshot.settings = Arc::new(settings);
         for record in records {
             // A restarted tenant actor keeps the handles readers already hold.
             let handle = match state.snapshot().collections.get(&record.name) {
@@ -318,6 +340,10 @@ impl Actor for TenantActor {
                         state.keys.publish(&key);
                         Arc::new(key)
                     });
+                let _ = reply.send(result);
+            }
+            TenantMessage::UpdateSettings { change, reply } => {
+                let result = update_settings(state, change).await;
                 let _ = reply.send(result);
             }
             TenantMessage::RestartCollection { name } => {

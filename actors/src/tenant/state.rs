@@ -4,7 +4,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use arc_swap::{ArcSwap, ArcSwapOption};
-use memvault_storage::{CollectionName, CollectionRecord, TenantRecord};
+use memvault_storage::{CollectionName, CollectionRecord, TenantRecord, TenantSettings};
 use ractor::ActorRef;
 
 use super::messages::TenantMessage;
@@ -23,6 +23,8 @@ pub struct CollectionEntry {
 pub struct TenantSnapshot {
     pub record: Arc<TenantRecord>,
     pub collections: imbl::OrdMap<CollectionName, CollectionEntry>,
+    /// Spend cap and bring-your-own extraction LLM.
+    pub settings: Arc<TenantSettings>,
 }
 
 /// The part of a tenant that outlives any one tenant actor, kept in the root registry.
@@ -40,6 +42,7 @@ impl TenantHandle {
             snapshot: ArcSwap::from_pointee(TenantSnapshot {
                 record: Arc::new(record),
                 collections: imbl::OrdMap::new(),
+                settings: Arc::new(TenantSettings::default()),
             }),
             actor: ArcSwapOption::empty(),
             restarts: AtomicU64::new(0),

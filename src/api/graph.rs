@@ -1,0 +1,295 @@
+//! Graph memory: `POST .../{collection}/remember`, `GET /v1/memory/extract/job/{job_id}`,
+//! `GET .../{collection}/contradictions`, `GET .../{collection}/profile`.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use memvault_actors::limits::{CONTRADICTIONS_LIMIT_MAX, REMEMBER_CONTENT_MAX_CHARS};
+use memvault_actors::memory::validate_importance;
+use memvault_actors::{RememberInput, RememberOutcome};
+use memvault_storage::{ExtractJobRecord, RememberedFact};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::auth::{Authenticated, Writer};
+use super::collections::{collection_to_write, existing_collection};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::memories::MemoryResponse;
+use super::AppState;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+
+pub fn routes() -> Router<AppState> {
+    let collection = "/v1/memory/collections/{collection}";
+    Router::new()
+        .route(&format!("{collection}/remember"), post(remember))
+        .route("/v1/memory/extract/job/{job_id}", get(job))
+        .route(&format!("{collection}/contradictions"), get(contradictions))
+        .route(&format!("{collection}/profile"), get(profile))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RememberRequest {
+    /// Free text to extract facts from; 1 to 10000 characters.
+    pub content: String,
+    /// 0 to 1, given to every extracted memory; default 0.5.
+    pub importance: Option<f64>,
+}
+
+impl RememberRequest {
+    fn validate(self) -> ApiResult<RememberInput> {
+        let length = self.content.chars().count();
+        if self.content.trim().is_empty() || length > REMEMBER_CONTENT_MAX_CHARS {
+            return Err(ApiError::Validation(format!(
+                "content must be 1 to {REMEMBER_CONTENT_MAX_CHARS} characters and not blank, got {length}"
+            )));
+        }
+        Ok(RememberInput {
+            content: self.content,
+            importance: match self.importance {
+                Some(importance) => {
+                    validate_importance(importance).map_err(ApiError::Validation)?;
+                    Some(importance)
+                }
+                None => None,
+            },
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RememberParams {
+    /// Extract and store in the request (200 with the memories) instead of queueing a job
+    /// (202 with its id). Default false.
+    pub sync: Option<bool>,
+}
+
+/// One memory a remember produced, or found already stored.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RememberedItem {
+    pub id: String,
+    pub text: String,
+    /// `fact`, `preference` or `episode` (`other` for content stored without extraction).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `new`; `updated` (it superseded an older fact on the same slot); or `duplicate`
+    /// (already stored: the id is the stored memory's).
+    pub relation: String,
+}
+
+impl From<&RememberedFact> for RememberedItem {
+    fn from(fact: &RememberedFact) -> Self {
+        Self {
+            id: fact.id.clone(),
+            text: fact.text.clone(),
+            kind: fact.kind.clone(),
+            relation: fact.relation.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RememberResponse {
+    /// Memories newly stored (new or updated; duplicates are not counted).
+    pub created: usize,
+    pub memories: Vec<RememberedItem>,
+    /// `rules` (built-in extractor, no LLM configured), `llm`, or `skipped` (spend cap
+    /// reached: the content was stored as one memory).
+    pub extractor: String,
+    /// Why extraction was skipped or found nothing, when it did.
+    pub detail: Option<String>,
+}
+
+impl From<RememberOutcome> for RememberResponse {
+    fn from(outcome: RememberOutcome) -> Self {
+        Self {
+            created: outcome.created(),
+            memories: outcome.facts.iter().map(RememberedItem::from).collect(),
+            extractor: outcome.extractor.as_str().to_owned(),
+            detail: outcome.detail,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobAccepted {
+    pub job_id: String,
+    /// `queued`.
+    pub state: String,
+}
+
+/// Turns free text into atomic typed facts and stores them; a newer fact on the same slot
+/// supersedes the older one. By default queues a job (202); `?sync=true` answers with the
+/// memories (200). The collection is created when missing.
+#[utoipa::path(post, path = "/v1/memory/collections/{collection}/remember", tag = "graph",
+    params(("collection" = String, Path), RememberParams), request_body = RememberRequest,
+    responses((status = 202, body = JobAccepted), (status = 200, body = RememberResponse),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 422, body = ErrorBody), (status = 502, body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn remember(
+    State(state): State<AppState>,
+    Writer(agent): Writer,
+    ApiPath(collection): ApiPath<String>,
+    ApiQuery(params): ApiQuery<RememberParams>,
+    ApiJson(request): ApiJson<RememberRequest>,
+) -> ApiResult<Response> {
+    let name = collection_to_write(&collection)?;
+    let input = request.validate()?;
+    if params.sync.unwrap_or(false) {
+        let outcome = state.service.remember(&agent, &name, input).await?;
+        return Ok(Json(RememberResponse::from(outcome)).into_response());
+    }
+    let job = state.service.submit_remember(&agent, &name, input).await?;
+    let accepted = JobAccepted {
+        job_id: job.id,
+        state: job.state.as_str().to_owned(),
+    };
+    Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobResponse {
+    pub job_id: String,
+    pub collection: String,
+    /// `queued`, `processing`, `done` or `failed`.
+    pub state: String,
+    /// The memories the job produced (once done).
+    pub facts: Vec<RememberedItem>,
+    /// True once the job is done or failed.
+    pub complete: bool,
+    /// Why it failed, or why extraction was skipped.
+    pub detail: Option<String>,
+    pub attempts: u32,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<ExtractJobRecord> for JobResponse {
+    fn from(job: ExtractJobRecord) -> Self {
+        Self {
+            job_id: job.id,
+            collection: job.collection.as_str().to_owned(),
+            state: job.state.as_str().to_owned(),
+            facts: job.facts.iter().map(RememberedItem::from).collect(),
+            complete: job.state.is_finished(),
+            detail: job.detail,
+            attempts: job.attempts,
+            created_at: job.created_at,
+            updated_at: job.updated_at,
+        }
+    }
+}
+
+/// The state of a queued remember. Finished jobs are kept for seven days.
+#[utoipa::path(get, path = "/v1/memory/extract/job/{job_id}", tag = "graph",
+    params(("job_id" = String, Path)),
+    responses((status = 200, body = JobResponse), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn job(
+    State(state): State<AppState>,
+    Authenticated(agent): Authenticated,
+    ApiPath(job_id): ApiPath<String>,
+) -> ApiResult<Json<JobResponse>> {
+    let job = state.service.extract_job(&agent.tenant_id, &job_id).await?;
+    Ok(Json(JobResponse::from(job)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ContradictionsQuery {
+    /// 1 to 100; default 100.
+    pub limit: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ContradictionPair {
+    /// The newer fact.
+    pub current: MemoryResponse,
+    /// The older fact it superseded (kept, out of search).
+    pub superseded: MemoryResponse,
+    pub superseded_at: Option<DateTime<Utc>>,
+    pub slot: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ContradictionsResponse {
+    pub contradictions: Vec<ContradictionPair>,
+}
+
+/// Pairs of a fact and the older fact it superseded, newest supersession first.
+#[utoipa::path(get, path = "/v1/memory/collections/{collection}/contradictions", tag = "graph",
+    params(("collection" = String, Path), ContradictionsQuery),
+    responses((status = 200, body = ContradictionsResponse), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn contradictions(
+    State(state): State<AppState>,
+    Authenticated(agent): Authenticated,
+    ApiPath(collection): ApiPath<String>,
+    ApiQuery(query): ApiQuery<ContradictionsQuery>,
+) -> ApiResult<Json<ContradictionsResponse>> {
+    let name = existing_collection(&collection)?;
+    let limit = match query.limit {
+        None => CONTRADICTIONS_LIMIT_MAX,
+        Some(limit) if (1..=CONTRADICTIONS_LIMIT_MAX as i64).contains(&limit) => limit as usize,
+        Some(limit) => {
+            return Err(ApiError::Validation(format!(
+                "limit must be between 1 and {CONTRADICTIONS_LIMIT_MAX}, got {limit}"
+            )))
+        }
+    };
+    let pairs = state
+        .service
+        .contradictions(&agent.tenant_id, &name, limit)?;
+    Ok(Json(ContradictionsResponse {
+        contradictions: pairs
+            .iter()
+            .map(|pair| ContradictionPair {
+                current: MemoryResponse::from(&*pair.current),
+                superseded: MemoryResponse::from(&*pair.superseded),
+                superseded_at: pair.superseded.superseded_at,
+                slot: pair.superseded.slot.clone(),
+            })
+            .collect(),
+    }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProfileResponse {
+    pub profile: String,
+    /// How many current, unexpired facts and preferences it is based on.
+    pub based_on: usize,
+    /// `llm` or `extractive` (no LLM, or the LLM was skipped).
+    pub generated_by: String,
+    /// Why the LLM was not used although one is configured.
+    pub skipped: Option<String>,
+}
+
+/// What the collection knows about its user: an LLM summary of the current, unexpired facts
+/// and preferences, or without an LLM those facts grouped by type.
+#[utoipa::path(get, path = "/v1/memory/collections/{collection}/profile", tag = "graph",
+    params(("collection" = String, Path)),
+    responses((status = 200, body = ProfileResponse), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn profile(
+    State(state): State<AppState>,
+    Authenticated(agent): Authenticated,
+    ApiPath(collection): ApiPath<String>,
+) -> ApiResult<Json<ProfileResponse>> {
+    let name = existing_collection(&collection)?;
+    let profile = state.service.profile(&agent.tenant_id, &name).await?;
+    Ok(Json(ProfileResponse {
+        profile: profile.profile,
+        based_on: profile.based_on,
+        generated_by: profile.generated_by.to_owned(),
+        skipped: profile.skipped,
+    }))
+}
