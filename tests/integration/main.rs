@@ -8,6 +8,7 @@ mod basics;
 mod collections;
 mod durability;
 mod graph;
+mod llm;
 mod memories;
 mod search;
 mod startup;

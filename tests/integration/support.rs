@@ -27,14 +27,17 @@ pub struct TestServer {
 /// The shared server; started on first use.
 pub fn shared() -> &'static TestServer {
     static SERVER: OnceLock<TestServer> = OnceLock::new();
-    SERVER.get_or_init(start_in_process)
+    SERVER.get_or_init(|| start_in_process(|_| {}))
 }
 
-fn start_in_process() -> TestServer {
+/// A server of its own, in this process, with the configuration adjusted by `configure`
+/// (it runs until the test binary exits).
+pub fn start_in_process(configure: impl FnOnce(&mut Config)) -> TestServer {
     let data_dir = tempfile::tempdir().expect("temp dir");
     let mut config = Config::default();
     config.server.data_dir = data_dir.path().to_owned();
     config.status.check_interval_secs = 1;
+    configure(&mut config);
     let (sender, receiver) = mpsc::channel::<SocketAddr>();
     std::thread::Builder::new()
         .name("test-server".to_owned())
