@@ -111,6 +111,24 @@ impl CollectionState {
     }
 }
 
+impl CollectionState {
+    /// Adds freshly written memories to both indexes.
+    async fn index_new(&mut self, memories: Arc<Vec<StoredMemory>>) {
+        self.index(move |indexes| {
+            indexes.vector.ensure_capacity(memories.len())?;
+            for memory in memories.iter() {
+                indexes.add(
+                    memory.record.index_key,
+                    &memory.record.text,
+                    &memory.embedding,
+                )?;
+            }
+            Ok(())
+        })
+        .await;
+    }
+}
+
 /// Runs blocking store work off the async threads.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> memvault_storage::error::Result<T> + Send + 'static,
@@ -377,19 +395,7 @@ async fn insert(
     let memories = Arc::new(memories);
     let persisted = memories.clone();
     blocking(move || store.put_memories(&tenant, &name, &persisted)).await?;
-    state
-        .index(move |indexes| {
-            indexes.vector.ensure_capacity(memories.len())?;
-            for memory in memories.iter() {
-                indexes.add(
-                    memory.record.index_key,
-                    &memory.record.text,
-                    &memory.embedding,
-                )?;
-            }
-            Ok(())
-        })
-        .await;
+    state.index_new(memories).await;
     for record in &records {
         state.current.insert(record.clone());
     }
@@ -608,21 +614,8 @@ async fn remember(
         );
         blocking(move || store.put_memories(&tenant, &name, &writes)).await?;
     }
-    let to_index = Arc::new(created.clone());
-    if !to_index.is_empty() {
-        state
-            .index(move |indexes| {
-                indexes.vector.ensure_capacity(to_index.len())?;
-                for memory in to_index.iter() {
-                    indexes.add(
-                        memory.record.index_key,
-                        &memory.record.text,
-                        &memory.embedding,
-                    )?;
-                }
-                Ok(())
-            })
-            .await;
+    if !created.is_empty() {
+        state.index_new(Arc::new(created.clone())).await;
     }
     for memory in superseded.into_iter().chain(created) {
         state.current.insert(Arc::new(memory.record));
