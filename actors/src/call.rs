@@ -29,3 +29,15 @@ where
         ))),
     }
 }
+
+/// Runs blocking store work off the async threads.
+pub async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> memvault_storage::error::Result<T> + Send + 'static,
+) -> Result<T> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => Ok(result?),
+        Err(join_error) => Err(Error::Unavailable(format!(
+            "storage task did not complete: {join_error}"
+        ))),
+    }
+}

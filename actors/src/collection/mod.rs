@@ -25,6 +25,7 @@ pub use messages::CollectionMessage;
 pub use remember::{decide, Decision, IncomingFact, Target};
 pub use state::{CollectionHandle, CollectionSnapshot};
 
+use crate::call::blocking;
 use crate::error::{Error, Result};
 use crate::index::{CollectionIndexes, IndexError, IndexInput, IndexSettings};
 use crate::memory::MemoryChange;
@@ -126,18 +127,6 @@ impl CollectionState {
             Ok(())
         })
         .await;
-    }
-}
-
-/// Runs blocking store work off the async threads.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> memvault_storage::error::Result<T> + Send + 'static,
-) -> Result<T> {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(result) => Ok(result?),
-        Err(join_error) => Err(Error::Unavailable(format!(
-            "storage task did not complete: {join_error}"
-        ))),
     }
 }
 

@@ -15,6 +15,7 @@ use memvault_storage::crypto::SecretBox;
 use memvault_storage::{ExtractionLlmRecord, TenantId, UsageRow};
 
 use super::Memvault;
+use crate::call::blocking;
 use crate::error::{Error, Result};
 use crate::llm::{Llm, LlmConfig, OpenAiClient, TokenUsage};
 
@@ -273,11 +274,6 @@ impl Memvault {
             tenant.clone(),
             month_of(Utc::now()),
         );
-        match tokio::task::spawn_blocking(move || store.usage(&tenant, &month)).await {
-            Ok(result) => Ok(result?),
-            Err(error) => Err(Error::Unavailable(format!(
-                "storage task did not complete: {error}"
-            ))),
-        }
+        blocking(move || store.usage(&tenant, &month)).await
     }
 }

@@ -26,7 +26,7 @@ pub use settings::{ExtractionLlmInput, ExtractionLlmView, SpendView};
 pub use tenants::{BootstrapOutcome, NewTenant, TenantStats};
 
 use crate::agent::KeyDirectory;
-use crate::call::call_actor;
+use crate::call::{blocking, call_actor};
 use crate::collection::{CollectionHandle, CollectionMessage};
 use crate::embedding::EmbeddingService;
 use crate::error::{Error, Result};
@@ -89,12 +89,6 @@ struct Inner {
     config: ServiceConfig,
 }
 
-impl Inner {
-    fn intelligence_own_forget(&self, tenant: &TenantId) {
-        self.intelligence.forget_own(tenant);
-    }
-}
-
 impl Memvault {
     /// Starts the actor tree, loading every tenant and collection from the store.
     pub async fn start(
@@ -149,12 +143,11 @@ impl Memvault {
         let store = self.inner.store.clone();
         let retention = chrono::Duration::from_std(self.inner.config.job_retention)
             .unwrap_or(chrono::Duration::days(7));
-        let unfinished = tokio::task::spawn_blocking(move || {
+        let unfinished = blocking(move || {
             store.prune_jobs(chrono::Utc::now() - retention)?;
             store.unfinished_jobs()
         })
-        .await
-        .map_err(|error| Error::Unavailable(format!("storage task did not complete: {error}")))??;
+        .await?;
         if !unfinished.is_empty() {
             tracing::info!(
                 jobs = unfinished.len(),

@@ -10,6 +10,7 @@ use memvault_storage::{
 use super::intelligence::{LlmChoice, Purpose};
 use super::Memvault;
 use crate::agent::Agent;
+use crate::call::blocking;
 use crate::collection::{CollectionMessage, IncomingFact};
 use crate::error::{Error, Result};
 use crate::extract::{self, ExtractedFact};
@@ -132,22 +133,13 @@ impl Memvault {
 
     pub async fn extract_job(&self, tenant: &TenantId, id: &str) -> Result<ExtractJobRecord> {
         let (store, tenant, key) = (self.inner.store.clone(), tenant.clone(), id.to_owned());
-        let job = tokio::task::spawn_blocking(move || store.job(&tenant, &key))
-            .await
-            .map_err(|error| {
-                Error::Unavailable(format!("storage task did not complete: {error}"))
-            })??;
+        let job = blocking(move || store.job(&tenant, &key)).await?;
         job.ok_or_else(|| Error::NotFound(format!("extract job '{id}' not found")))
     }
 
     pub(crate) async fn put_job(&self, job: ExtractJobRecord) -> Result<()> {
         let store = self.inner.store.clone();
-        tokio::task::spawn_blocking(move || store.put_job(&job))
-            .await
-            .map_err(|error| {
-                Error::Unavailable(format!("storage task did not complete: {error}"))
-            })??;
-        Ok(())
+        blocking(move || store.put_job(&job)).await
     }
 
     /// Runs one job to its end (done or failed) and persists each state it passes.

@@ -97,7 +97,7 @@ impl Memvault {
             ..settings.clone()
         })
         .await?;
-        self.inner.intelligence_own_forget(tenant);
+        self.inner.intelligence.forget_own(tenant);
         Ok(had)
     }
 

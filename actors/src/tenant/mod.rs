@@ -18,7 +18,7 @@ pub use messages::TenantMessage;
 pub use state::{CollectionEntry, TenantHandle, TenantSnapshot};
 
 use crate::agent::KeyDirectory;
-use crate::call::call_actor;
+use crate::call::{blocking, call_actor};
 use crate::collection::{CollectionActor, CollectionArgs, CollectionHandle, CollectionMessage};
 use crate::error::{Error, Result};
 use crate::index::IndexSettings;
@@ -70,17 +70,6 @@ impl TenantState {
 
     fn not_found(name: &CollectionName) -> Error {
         Error::NotFound(format!("collection '{name}' not found"))
-    }
-}
-
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> memvault_storage::error::Result<T> + Send + 'static,
-) -> Result<T> {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(result) => Ok(result?),
-        Err(join_error) => Err(Error::Unavailable(format!(
-            "storage task did not complete: {join_error}"
-        ))),
     }
 }
 
