@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use memvault_actors::clock::{Clock, SystemClock};
 use memvault_actors::embedding::{
     default_model_cache_dir, ensure_minilm_weights, EmbeddingService, MiniLmEmbedder, ModelSource,
 };
@@ -80,6 +81,16 @@ pub async fn start_service(
     embedder: EmbeddingService,
     bootstrap_key: Option<String>,
 ) -> Result<(AppState, BootstrapOutcome), StartupError> {
+    start_service_with_clock(config, embedder, bootstrap_key, Arc::new(SystemClock)).await
+}
+
+/// [`start_service`] with another source of "now" (tests move a `ManualClock`).
+pub async fn start_service_with_clock(
+    config: &Config,
+    embedder: EmbeddingService,
+    bootstrap_key: Option<String>,
+    clock: Arc<dyn Clock>,
+) -> Result<(AppState, BootstrapOutcome), StartupError> {
     let data_dir = &config.server.data_dir;
     std::fs::create_dir_all(data_dir).map_err(|source| StartupError::DataDir {
         path: data_dir.display().to_string(),
@@ -101,6 +112,7 @@ pub async fn start_service(
         intelligence: intelligence_config(config, secrets),
         extraction_workers: config.extraction.workers,
         job_retention: Duration::from_secs(config.extraction.job_retention_days * 24 * 3600),
+        clock,
     };
     let service = Memvault::start(Arc::new(store), embedder, service_config).await?;
     let outcome = service.bootstrap(bootstrap_key).await?;

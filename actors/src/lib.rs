@@ -15,11 +15,14 @@
 //! - [`pageviews`]: cookieless pageview counts from the public beacon.
 //! - [`status`]: periodic self-checks behind the public status page.
 //! - [`limits`]: SPEC.md's limits, in one place.
+//! - [`clock`]: the service's source of "now", movable in tests.
+//! - [`maintenance`]: dedup clustering and the extractive collection summary.
 //!
 //! Actors know nothing of HTTP; storage goes through `memvault-storage`'s traits.
 
 pub mod agent;
 mod call;
+pub mod clock;
 pub mod collection;
 pub mod embedding;
 pub mod error;
@@ -28,6 +31,7 @@ pub mod extraction;
 pub mod index;
 pub mod limits;
 pub mod llm;
+pub mod maintenance;
 pub mod memory;
 pub mod pageviews;
 pub mod root;

@@ -36,3 +36,15 @@ pub const CONTRADICTIONS_LIMIT_MAX: usize = 100;
 pub const PROFILE_MAX_FACTS: usize = 200;
 /// How many times an extraction job is started before it is failed for good.
 pub const EXTRACT_JOB_MAX_ATTEMPTS: u32 = 3;
+
+/// Dedup compares this many of the most recent memories.
+pub const DEDUP_WINDOW: usize = 500;
+/// Cosine similarity at which two memories are duplicates, by default.
+pub const DEDUP_THRESHOLD_DEFAULT: f64 = 0.95;
+/// Days without an update after which a memory is stale, by default; and the most a
+/// window may be.
+pub const STALE_DAYS_DEFAULT: u32 = 90;
+pub const STALE_DAYS_MAX: u32 = 36_500;
+/// Memories a collection summary is based on, by default and at most.
+pub const SUMMARY_LIMIT_DEFAULT: usize = 50;
+pub const SUMMARY_LIMIT_MAX: usize = 200;

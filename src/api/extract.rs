@@ -21,17 +21,40 @@ where
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(request, state)
-            .await
-            .map_err(|rejection| {
-                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::PayloadTooLarge("request body is too large".to_owned())
-                } else {
-                    ApiError::BadRequest(format!("cannot read request body: {rejection}"))
-                }
-            })?;
+        let bytes = read_body(request, state).await?;
         parse_json_body(&bytes).map(ApiJson)
     }
+}
+
+/// A JSON body whose fields are all optional: an empty body means `T::default()`.
+pub struct OptionalJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for OptionalJson<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned + Default,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = read_body(request, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJson(T::default()));
+        }
+        parse_json_body(&bytes).map(OptionalJson)
+    }
+}
+
+async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, ApiError> {
+    Bytes::from_request(request, state)
+        .await
+        .map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge("request body is too large".to_owned())
+            } else {
+                ApiError::BadRequest(format!("cannot read request body: {rejection}"))
+            }
+        })
 }
 
 /// Parses a request body into `T`; every failure is a 422 that names the field.

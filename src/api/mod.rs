@@ -6,6 +6,7 @@ pub mod auth;
 pub mod collections;
 pub mod extract;
 pub mod graph;
+pub mod maintenance;
 pub mod memories;
 pub mod openapi;
 pub mod public;
@@ -60,6 +61,7 @@ pub fn router(state: AppState) -> Router {
         .merge(memories::routes())
         .merge(search::routes())
         .merge(graph::routes())
+        .merge(maintenance::routes())
         .merge(settings::routes())
         .fallback(fallback)
         .method_not_allowed_fallback(method_not_allowed)

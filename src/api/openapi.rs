@@ -5,7 +5,7 @@ use axum::{Json, Router};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, collections, graph, memories, public, search, settings, AppState};
+use super::{admin, collections, graph, maintenance, memories, public, search, settings, AppState};
 use crate::error::ErrorBody;
 
 #[derive(OpenApi)]
@@ -26,6 +26,8 @@ use crate::error::ErrorBody;
         graph::remember, graph::job, graph::contradictions, graph::profile,
         settings::get_extraction, settings::put_extraction, settings::delete_extraction,
         settings::get_spend_cap, settings::put_spend_cap,
+        maintenance::dedup, maintenance::archive_stale, maintenance::health, maintenance::summary,
+        maintenance::memory_health,
     ),
     components(schemas(ErrorBody)),
     modifiers(&BearerAuth),
@@ -37,6 +39,7 @@ use crate::error::ErrorBody;
         (name = "search", description = "Vector, full-text and hybrid search; related; forget"),
         (name = "graph", description = "Remember: facts, supersession, contradictions, profile"),
         (name = "settings", description = "Bring-your-own extraction LLM and the monthly spend cap"),
+        (name = "maintenance", description = "Dedup, archive-stale, collection health and summary"),
     )
 )]
 pub struct ApiDoc;

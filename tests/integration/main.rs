@@ -9,6 +9,7 @@ mod collections;
 mod durability;
 mod graph;
 mod llm;
+mod maintenance;
 mod memories;
 mod search;
 mod startup;

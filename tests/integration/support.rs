@@ -5,11 +5,12 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use memvault::config::Config;
 use memvault::server;
+use memvault_actors::clock::{Clock, SystemClock};
 use reqwest::blocking::{Client as HttpClient, Response};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -33,6 +34,15 @@ pub fn shared() -> &'static TestServer {
 /// A server of its own, in this process, with the configuration adjusted by `configure`
 /// (it runs until the test binary exits).
 pub fn start_in_process(configure: impl FnOnce(&mut Config)) -> TestServer {
+    start_in_process_with_clock(configure, Arc::new(SystemClock))
+}
+
+/// [`start_in_process`] whose "now" is `clock`: a test that moves a `ManualClock` ages
+/// every memory of this server.
+pub fn start_in_process_with_clock(
+    configure: impl FnOnce(&mut Config),
+    clock: Arc<dyn Clock>,
+) -> TestServer {
     let data_dir = tempfile::tempdir().expect("temp dir");
     let mut config = Config::default();
     config.server.data_dir = data_dir.path().to_owned();
@@ -49,10 +59,14 @@ pub fn start_in_process(configure: impl FnOnce(&mut Config)) -> TestServer {
                 .expect("runtime");
             runtime.block_on(async move {
                 let embedder = server::start_embedder(&config).await.expect("embedder");
-                let (state, _) =
-                    server::start_service(&config, embedder, Some(ADMIN_KEY.to_owned()))
-                        .await
-                        .expect("service");
+                let (state, _) = server::start_service_with_clock(
+                    &config,
+                    embedder,
+                    Some(ADMIN_KEY.to_owned()),
+                    clock,
+                )
+                .await
+                .expect("service");
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                     .await
                     .expect("bind");

@@ -2,11 +2,13 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use memvault_storage::{CollectionName, CreatedBy, MemoryRecord, RememberedFact, StoredMemory};
 use ractor::RpcReplyPort;
 
 use super::remember::IncomingFact;
 use crate::error::Result;
+use crate::maintenance::dedup::DedupReport;
 use crate::memory::MemoryChange;
 
 pub enum CollectionMessage {
@@ -21,12 +23,15 @@ pub enum CollectionMessage {
         facts: Vec<IncomingFact>,
         importance: f64,
         created_by: CreatedBy,
+        /// The time decisions are made at (expiry) and stamped on new memories.
+        now: DateTime<Utc>,
         reply: RpcReplyPort<Result<Vec<RememberedFact>>>,
     },
-    /// Applies a change to one memory.
+    /// Applies a change to one memory; `at` becomes its updated_at when the content changes.
     Update {
         id: String,
         change: MemoryChange,
+        at: DateTime<Utc>,
         reply: RpcReplyPort<Result<Arc<MemoryRecord>>>,
     },
     Delete {
@@ -44,6 +49,21 @@ pub enum CollectionMessage {
     Evict {
         id: String,
         reply: RpcReplyPort<Result<()>>,
+    },
+    /// Finds duplicate clusters among the `window` most recent current memories; unless
+    /// `dry_run`, deletes every non-keeper.
+    Dedup {
+        threshold: f32,
+        window: usize,
+        dry_run: bool,
+        reply: RpcReplyPort<Result<DedupReport>>,
+    },
+    /// Archives (unless `dry_run`) the memories not updated since `cutoff` that are not
+    /// pinned, archived or superseded; replies with their ids, oldest first.
+    ArchiveStale {
+        cutoff: DateTime<Utc>,
+        dry_run: bool,
+        reply: RpcReplyPort<Result<Vec<String>>>,
     },
     /// Deletes the collection and all its memories from the store, then stops.
     Destroy { reply: RpcReplyPort<Result<()>> },

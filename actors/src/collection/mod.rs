@@ -7,6 +7,8 @@
 //! error fails it too, after the (already durable) write is acknowledged: the restart
 //! catches the indexes up from the store.
 
+mod health;
+mod maintenance;
 mod messages;
 mod remember;
 mod state;
@@ -15,12 +17,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use memvault_storage::{
     CollectionName, CreatedBy, MemoryRecord, RememberedFact, Store, StoredMemory, TenantId,
 };
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
+pub use health::{recount, stale_cutoff, CollectionHealth};
 pub use messages::CollectionMessage;
 pub use remember::{decide, Decision, IncomingFact, Target};
 pub use state::{CollectionHandle, CollectionSnapshot};
@@ -299,13 +302,36 @@ impl Actor for CollectionActor {
                 facts,
                 importance,
                 created_by,
+                now,
                 reply,
             } => {
-                let result = remember(state, facts, importance, created_by).await;
+                let result = remember(state, facts, importance, created_by, now).await;
                 settle(reply, result, state)
             }
-            CollectionMessage::Update { id, change, reply } => {
-                let result = update(state, &id, change).await;
+            CollectionMessage::Update {
+                id,
+                change,
+                at,
+                reply,
+            } => {
+                let result = update(state, &id, change, at).await;
+                settle(reply, result, state)
+            }
+            CollectionMessage::Dedup {
+                threshold,
+                window,
+                dry_run,
+                reply,
+            } => {
+                let result = maintenance::dedup(state, threshold, window, dry_run).await;
+                settle(reply, result, state)
+            }
+            CollectionMessage::ArchiveStale {
+                cutoff,
+                dry_run,
+                reply,
+            } => {
+                let result = maintenance::archive_stale(state, cutoff, dry_run).await;
                 settle(reply, result, state)
             }
             CollectionMessage::Delete { id, reply } => {
@@ -396,6 +422,7 @@ async fn update(
     state: &mut CollectionState,
     id: &str,
     change: MemoryChange,
+    at: DateTime<Utc>,
 ) -> Result<Arc<MemoryRecord>> {
     if !state.current.memories.contains_key(id) {
         return Err(state.not_found(id));
@@ -436,7 +463,7 @@ async fn update(
         record.archived = archived;
     }
     if touches_content {
-        record.updated_at = Utc::now();
+        record.updated_at = at;
     }
     let updated = Arc::new(stored.record.clone());
     let (store, tenant, name) = (
@@ -520,8 +547,8 @@ async fn remember(
     facts: Vec<IncomingFact>,
     importance: f64,
     created_by: CreatedBy,
+    now: DateTime<Utc>,
 ) -> Result<Vec<RememberedFact>> {
-    let now = Utc::now();
     let decisions = decide(&state.current, &facts, now);
     let mut fresh: Vec<Option<StoredMemory>> = Vec::with_capacity(facts.len());
     for (fact, decision) in facts.iter().zip(&decisions) {

@@ -9,8 +9,10 @@ use chrono::{DateTime, Utc};
 use memvault_storage::{CollectionName, MemoryRecord, TenantId};
 use ractor::ActorRef;
 
+use super::health::HealthCounters;
 use super::messages::CollectionMessage;
 use crate::index::CollectionIndexes;
+use crate::maintenance::CachedSummary;
 
 /// Listing order: pinned first, then newest first; the id breaks ties so the order is
 /// total and stable between pages.
@@ -44,6 +46,8 @@ pub struct CollectionSnapshot {
     pub fingerprints: imbl::OrdSet<(u64, String)>,
     /// (when, id) of every superseded memory, for contradictions newest first.
     pub superseded: imbl::OrdSet<(DateTime<Utc>, String)>,
+    /// Counters and time indexes behind the collection's health; see `health.rs`.
+    pub health: HealthCounters,
     /// Bumped on every write; caches keyed by it go stale when the collection changes.
     pub version: u64,
 }
@@ -76,6 +80,7 @@ impl CollectionSnapshot {
                 self.superseded.insert((at, memory.id.clone()));
             }
         }
+        self.health.add(&memory);
         self.memories.insert(memory.id.clone(), memory);
     }
 
@@ -98,6 +103,7 @@ impl CollectionSnapshot {
             .remove(&(text_fingerprint(&memory.text), memory.id.clone()));
         let at = memory.superseded_at.unwrap_or(memory.updated_at);
         self.superseded.remove(&(at, memory.id.clone()));
+        self.health.remove(memory);
     }
 
     /// The memory that holds a slot, if any (current or expired, never superseded).
@@ -156,6 +162,8 @@ pub struct CollectionHandle {
     pub restarts: AtomicU64,
     /// The search indexes of the running actor; `None` until it has opened them.
     pub indexes: ArcSwapOption<CollectionIndexes>,
+    /// The last summary written, valid while the snapshot version is unchanged.
+    pub summary: ArcSwapOption<CachedSummary>,
 }
 
 impl CollectionHandle {
@@ -169,6 +177,7 @@ impl CollectionHandle {
             actor: ArcSwapOption::empty(),
             restarts: AtomicU64::new(0),
             indexes: ArcSwapOption::empty(),
+            summary: ArcSwapOption::empty(),
         })
     }
 

@@ -238,7 +238,7 @@ impl Memvault {
         usage: TokenUsage,
     ) {
         let row = UsageRow {
-            month: month_of(Utc::now()),
+            month: month_of(self.now()),
             purpose: purpose.as_str().to_owned(),
             model: model.to_owned(),
             own_llm,
@@ -272,7 +272,7 @@ impl Memvault {
         let (store, tenant, month) = (
             self.inner.store.clone(),
             tenant.clone(),
-            month_of(Utc::now()),
+            month_of(self.now()),
         );
         blocking(move || store.usage(&tenant, &month)).await
     }

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use chrono::Utc;
 use memvault_storage::{CollectionName, CreatedBy, MemoryRecord, StoredMemory, TenantId};
 
 use super::Memvault;
@@ -31,7 +30,7 @@ impl Memvault {
         let texts = memories.iter().map(|memory| memory.text.clone()).collect();
         let embeddings = self.inner.embedder.embed(texts).await?;
         let handle = self.ensure_collection(&agent.tenant_id, collection).await?;
-        let now = Utc::now();
+        let now = self.now();
         let created_by = CreatedBy {
             id: agent.key_id.clone(),
             label: agent.label.clone(),
@@ -164,9 +163,11 @@ impl Memvault {
     ) -> Result<Arc<MemoryRecord>> {
         let entry = self.collection_entry(tenant, collection)?;
         let id = id.to_owned();
+        let at = self.now();
         self.call_collection(&entry.handle, |reply| CollectionMessage::Update {
             id,
             change,
+            at,
             reply,
         })
         .await

@@ -4,6 +4,7 @@
 
 mod collections;
 pub mod intelligence;
+mod maintenance;
 mod memories;
 mod remember;
 mod search;
@@ -20,6 +21,7 @@ use ractor::{Actor, ActorRef};
 
 pub use collections::CollectionView;
 pub use intelligence::{IntelligenceConfig, ModelPrice, Purpose};
+pub use maintenance::ServiceHealth;
 pub use memories::ListPage;
 pub use remember::{Contradiction, Extractor, Profile, RememberInput, RememberOutcome};
 pub use settings::{ExtractionLlmInput, ExtractionLlmView, SpendView};
@@ -27,6 +29,7 @@ pub use tenants::{BootstrapOutcome, NewTenant, TenantStats};
 
 use crate::agent::KeyDirectory;
 use crate::call::{blocking, call_actor};
+use crate::clock::{Clock, SystemClock};
 use crate::collection::{CollectionHandle, CollectionMessage};
 use crate::embedding::EmbeddingService;
 use crate::error::{Error, Result};
@@ -51,6 +54,8 @@ pub struct ServiceConfig {
     pub extraction_workers: usize,
     /// Finished extraction jobs are kept (for polling) this long.
     pub job_retention: Duration,
+    /// What "now" is for timestamps, expiry and staleness.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Default for ServiceConfig {
@@ -65,6 +70,7 @@ impl Default for ServiceConfig {
             },
             extraction_workers: 2,
             job_retention: Duration::from_secs(7 * 24 * 3600),
+            clock: Arc::new(SystemClock),
         }
     }
 }
@@ -127,6 +133,11 @@ impl Memvault {
         };
         service.start_extraction().await?;
         Ok(service)
+    }
+
+    /// The service's "now" (the configured clock).
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.inner.config.clock.now()
     }
 
     /// Starts the extraction queue and queues every job a previous run left unfinished.

@@ -109,7 +109,7 @@ impl Memvault {
     ) -> Result<ExtractJobRecord> {
         // Fail now, not in the job, when the tenant's collection cannot exist.
         self.tenant_handle(&agent.tenant_id)?;
-        let now = Utc::now();
+        let now = self.now();
         let job = ExtractJobRecord {
             id: format!("job_{}", uuid::Uuid::now_v7().simple()),
             tenant_id: agent.tenant_id.clone(),
@@ -187,7 +187,7 @@ impl Memvault {
         collection: &CollectionName,
         input: RememberInput,
     ) -> Result<RememberOutcome> {
-        let now = Utc::now();
+        let now = self.now();
         let choice = self.llm_for(tenant, Purpose::Extract).await?;
         let (facts, extractor, detail) = match &choice {
             LlmChoice::Own(llm) | LlmChoice::Platform(llm) => {
@@ -258,6 +258,7 @@ impl Memvault {
                 facts,
                 importance,
                 created_by,
+                now,
                 reply,
             })
             .await?;
@@ -312,7 +313,7 @@ impl Memvault {
     /// preferences, summarised by the LLM when there is one, else grouped by type.
     pub async fn profile(&self, tenant: &TenantId, collection: &CollectionName) -> Result<Profile> {
         let snapshot = self.collection_entry(tenant, collection)?.handle.snapshot();
-        let now = Utc::now();
+        let now = self.now();
         let mut facts: Vec<Arc<MemoryRecord>> = snapshot
             .memories
             .values()

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use chrono::Utc;
 use memvault_storage::{CollectionName, MemoryRecord, TenantId};
 
 use super::intelligence::{LlmChoice, Purpose};
@@ -92,9 +91,9 @@ impl Memvault {
         let search_started = Instant::now();
         let candidates = query.limit;
         let rerank_text = query.text.clone();
+        let now = self.now();
         let mut hits =
             tokio::task::spawn_blocking(move || -> Result<Vec<SearchHit>, IndexError> {
-                let now = Utc::now();
                 let mut hits = Vec::new();
                 for target in &targets {
                     let found = search_collection(
@@ -213,8 +212,8 @@ impl Memvault {
             None => self.stored_embedding(tenant, collection, id).await?,
         };
         let anchor_id = anchor.id.clone();
+        let now = self.now();
         let hits = tokio::task::spawn_blocking(move || -> Result<Vec<SearchHit>, IndexError> {
-            let now = Utc::now();
             let filter = SearchFilter::default();
             let accept =
                 |memory: &MemoryRecord| memory.id != anchor_id && filter.accepts(memory, now);

@@ -106,7 +106,7 @@ impl Memvault {
         let usage = self.usage_this_month(tenant).await?;
         Ok(SpendView {
             monthly_usd: settings.spend_cap_usd,
-            month: month_of(Utc::now()),
+            month: month_of(self.now()),
             spent_usd: usage
                 .iter()
                 .filter(|row| !row.own_llm)

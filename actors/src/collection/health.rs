@@ -1,0 +1,402 @@
+//! A collection's health, kept as counters and small time indexes that every snapshot
+//! update maintains, so a health read never scans the memories.
+//!
+//! Every memory is in exactly one state: superseded (replaced by a newer fact), archived,
+//! expired (its validity ended) or current. `pinned` is counted across all states. A memory
+//! is stale when it is current, not pinned and not updated for `stale_days`.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use memvault_storage::MemoryRecord;
+
+use super::state::CollectionSnapshot;
+
+const SECONDS_PER_DAY: i64 = 86_400;
+
+#[derive(Clone, Default)]
+pub struct HealthCounters {
+    pinned: u64,
+    /// Archived and not superseded.
+    archived: u64,
+    /// Category → count of memories not superseded.
+    categories: imbl::OrdMap<String, u64>,
+    /// (expires_at, id) of memories neither superseded nor archived that have an expiry.
+    expiring: imbl::OrdSet<(DateTime<Utc>, String)>,
+    /// (updated_at, id) of memories that can go stale: not superseded, not archived, not
+    /// pinned. Archive-stale picks from here.
+    touched: imbl::OrdSet<(DateTime<Utc>, String)>,
+    /// Day number → how many `touched` entries fall on it, so counting the entries older
+    /// than a cutoff walks days, not memories.
+    touched_days: imbl::OrdMap<i64, u64>,
+}
+
+/// What `GET .../health` reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CollectionHealth {
+    pub total: u64,
+    pub current: u64,
+    pub archived: u64,
+    pub pinned: u64,
+    pub stale: u64,
+    pub expired: u64,
+    pub supersessions: u64,
+    /// Memories not superseded, by category.
+    pub categories: BTreeMap<String, u64>,
+}
+
+impl CollectionHealth {
+    /// Stale, expired and superseded memories: what an owner may want to look at.
+    pub fn needs_attention(&self) -> u64 {
+        self.stale + self.expired + self.supersessions
+    }
+
+    /// Adds another collection's figures (for tenant- and service-wide totals).
+    pub fn absorb(&mut self, other: &CollectionHealth) {
+        self.total += other.total;
+        self.current += other.current;
+        self.archived += other.archived;
+        self.pinned += other.pinned;
+        self.stale += other.stale;
+        self.expired += other.expired;
+        self.supersessions += other.supersessions;
+        for (category, count) in &other.categories {
+            *self.categories.entry(category.clone()).or_default() += count;
+        }
+    }
+}
+
+fn day_of(at: DateTime<Utc>) -> i64 {
+    at.timestamp().div_euclid(SECONDS_PER_DAY)
+}
+
+fn can_go_stale(memory: &MemoryRecord) -> bool {
+    memory.superseded_by.is_none() && !memory.archived && !memory.pinned
+}
+
+fn is_expired(expires_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
+    expires_at.is_some_and(|expiry| expiry <= now)
+}
+
+fn adjust(count: &mut u64, up: bool) {
+    *count = if up {
+        *count + 1
+    } else {
+        count.saturating_sub(1)
+    };
+}
+
+impl HealthCounters {
+    pub(super) fn add(&mut self, memory: &MemoryRecord) {
+        self.apply(memory, true);
+    }
+
+    /// Exactly undoes `add` of the same record.
+    pub(super) fn remove(&mut self, memory: &MemoryRecord) {
+        self.apply(memory, false);
+    }
+
+    fn apply(&mut self, memory: &MemoryRecord, add: bool) {
+        if memory.pinned {
+            adjust(&mut self.pinned, add);
+        }
+        if memory.superseded_by.is_some() {
+            return;
+        }
+        let category = self.categories.entry(memory.category.clone()).or_default();
+        adjust(category, add);
+        if *category == 0 {
+            self.categories.remove(&memory.category);
+        }
+        if memory.archived {
+            adjust(&mut self.archived, add);
+            return;
+        }
+        if let Some(expiry) = memory.expires_at {
+            let entry = (expiry, memory.id.clone());
+            if add {
+                self.expiring.insert(entry);
+            } else {
+                self.expiring.remove(&entry);
+            }
+        }
+        if can_go_stale(memory) {
+            let entry = (memory.updated_at, memory.id.clone());
+            let day = self
+                .touched_days
+                .entry(day_of(memory.updated_at))
+                .or_default();
+            adjust(day, add);
+            if *day == 0 {
+                self.touched_days.remove(&day_of(memory.updated_at));
+            }
+            if add {
+                self.touched.insert(entry);
+            } else {
+                self.touched.remove(&entry);
+            }
+        }
+    }
+
+    /// How many memories that can go stale were last updated before `cutoff`.
+    fn touched_before(&self, cutoff: DateTime<Utc>) -> u64 {
+        let day = day_of(cutoff);
+        let whole_days: u64 = self.touched_days.range(..day).map(|(_, count)| count).sum();
+        let day_start = DateTime::<Utc>::from_timestamp(day * SECONDS_PER_DAY, 0).unwrap_or(cutoff);
+        let same_day = self
+            .touched
+            .range((day_start, String::new())..(cutoff, String::new()))
+            .count() as u64;
+        whole_days + same_day
+    }
+}
+
+/// The cutoff before which an unchanged memory counts as stale; saturates instead of
+/// overflowing on absurd windows.
+pub fn stale_cutoff(now: DateTime<Utc>, stale_days: u32) -> DateTime<Utc> {
+    now.checked_sub_signed(Duration::days(i64::from(stale_days)))
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
+impl CollectionSnapshot {
+    /// The collection's health at `now`, from the counters: O(days with updates +
+    /// expired memories + memories updated on the cutoff's day).
+    pub fn health(&self, now: DateTime<Utc>, stale_days: u32) -> CollectionHealth {
+        let counters = &self.health;
+        let cutoff = stale_cutoff(now, stale_days);
+        let expired_entries = counters
+            .expiring
+            .iter()
+            .take_while(|(expiry, _)| *expiry <= now);
+        let mut expired = 0u64;
+        let mut expired_and_old = 0u64;
+        for (_, id) in expired_entries {
+            expired += 1;
+            if let Some(memory) = self.memories.get(id) {
+                if can_go_stale(memory) && memory.updated_at < cutoff {
+                    expired_and_old += 1;
+                }
+            }
+        }
+        let total = self.memories.len() as u64;
+        let supersessions = self.superseded.len() as u64;
+        let current = total
+            .saturating_sub(supersessions)
+            .saturating_sub(counters.archived)
+            .saturating_sub(expired);
+        CollectionHealth {
+            total,
+            current,
+            archived: counters.archived,
+            pinned: counters.pinned,
+            stale: counters
+                .touched_before(cutoff)
+                .saturating_sub(expired_and_old),
+            expired,
+            supersessions,
+            categories: counters
+                .categories
+                .iter()
+                .map(|(category, count)| (category.clone(), *count))
+                .collect(),
+        }
+    }
+
+    /// Ids of the memories archive-stale takes: not superseded, archived or pinned, and
+    /// last updated before `cutoff`; oldest first.
+    pub fn stale_ids(&self, cutoff: DateTime<Utc>) -> impl Iterator<Item = &String> + '_ {
+        self.health
+            .touched
+            .range(..(cutoff, String::new()))
+            .map(|(_, id)| id)
+    }
+}
+
+/// The definition the counters implement, by brute force; tests compare the two.
+pub fn recount(
+    memories: &[&MemoryRecord],
+    now: DateTime<Utc>,
+    stale_days: u32,
+) -> CollectionHealth {
+    let cutoff = stale_cutoff(now, stale_days);
+    let mut health = CollectionHealth {
+        total: memories.len() as u64,
+        current: 0,
+        archived: 0,
+        pinned: 0,
+        stale: 0,
+        expired: 0,
+        supersessions: 0,
+        categories: BTreeMap::new(),
+    };
+    for memory in memories {
+        if memory.pinned {
+            health.pinned += 1;
+        }
+        if memory.superseded_by.is_some() {
+            health.supersessions += 1;
+            continue;
+        }
+        *health
+            .categories
+            .entry(memory.category.clone())
+            .or_default() += 1;
+        if memory.archived {
+            health.archived += 1;
+        } else if is_expired(memory.expires_at, now) {
+            health.expired += 1;
+        } else {
+            health.current += 1;
+            if !memory.pinned && memory.updated_at < cutoff {
+                health.stale += 1;
+            }
+        }
+    }
+    health
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use chrono::TimeZone;
+    use memvault_storage::CreatedBy;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn base() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap()
+    }
+
+    #[derive(Debug, Clone)]
+    struct Shape {
+        id: u8,
+        category: u8,
+        pinned: bool,
+        archived: bool,
+        superseded: bool,
+        /// Hours after `base`.
+        updated: u16,
+        expires: Option<u16>,
+    }
+
+    fn record(shape: &Shape) -> Arc<MemoryRecord> {
+        let updated = base() + Duration::hours(i64::from(shape.updated));
+        Arc::new(MemoryRecord {
+            id: format!("m{:03}", shape.id),
+            text: format!("text {}", shape.id),
+            importance: 0.5,
+            category: ["fact", "preference", "episode", "other"][usize::from(shape.category % 4)]
+                .to_owned(),
+            source: "api".to_owned(),
+            metadata: Default::default(),
+            container_tag: None,
+            images: Vec::new(),
+            created_at: base(),
+            updated_at: updated,
+            pinned: shape.pinned,
+            archived: shape.archived,
+            created_by: CreatedBy {
+                id: "k".to_owned(),
+                label: "l".to_owned(),
+            },
+            superseded_by: shape.superseded.then(|| "newer".to_owned()),
+            superseded_at: shape.superseded.then_some(updated),
+            slot: None,
+            value: None,
+            expires_at: shape
+                .expires
+                .map(|hours| base() + Duration::hours(i64::from(hours))),
+            index_key: u64::from(shape.id) + 1,
+        })
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Put(Shape),
+        Remove(u8),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        let shape = (
+            0..24u8,
+            any::<u8>(),
+            any::<bool>(),
+            any::<bool>(),
+            prop::bool::weighted(0.2),
+            0..2000u16,
+            prop::option::of(0..2000u16),
+        )
+            .prop_map(
+                |(id, category, pinned, archived, superseded, updated, expires)| Shape {
+                    id,
+                    category,
+                    pinned,
+                    archived,
+                    superseded,
+                    updated,
+                    expires,
+                },
+            );
+        prop_oneof![4 => shape.prop_map(Step::Put), 1 => (0..24u8).prop_map(Step::Remove)]
+    }
+
+    proptest! {
+        /// After any sequence of writes and removals, the counters give what a full
+        /// recount gives, at any time and for any window.
+        #[test]
+        fn health_equals_a_brute_force_recount(
+            steps in prop::collection::vec(step(), 0..80),
+            at_hours in 0..2500i64,
+            stale_days in 0..100u32,
+        ) {
+            let mut snapshot = CollectionSnapshot::default();
+            for step in steps {
+                match step {
+                    Step::Put(shape) => snapshot.insert(record(&shape)),
+                    Step::Remove(id) => { snapshot.remove(&format!("m{id:03}")); }
+                }
+            }
+            let now = base() + Duration::hours(at_hours);
+            let memories: Vec<&MemoryRecord> = snapshot.memories.values().map(|m| m.as_ref()).collect();
+            let expected = recount(&memories, now, stale_days);
+            let actual = snapshot.health(now, stale_days);
+            prop_assert_eq!(&actual, &expected);
+            prop_assert_eq!(actual.current + actual.archived + actual.expired + actual.supersessions, actual.total);
+            let cutoff = stale_cutoff(now, stale_days);
+            let mut stale_ids: Vec<&String> = snapshot.stale_ids(cutoff).collect();
+            let mut brute: Vec<&String> = memories
+                .iter()
+                .filter(|m| can_go_stale(m) && m.updated_at < cutoff)
+                .map(|m| &m.id)
+                .collect();
+            stale_ids.sort();
+            brute.sort();
+            prop_assert_eq!(stale_ids, brute);
+        }
+    }
+
+    #[test]
+    fn a_window_of_zero_days_counts_everything_older_than_now() {
+        let mut snapshot = CollectionSnapshot::default();
+        let shape = Shape {
+            id: 1,
+            category: 0,
+            pinned: false,
+            archived: false,
+            superseded: false,
+            updated: 0,
+            expires: None,
+        };
+        snapshot.insert(record(&shape));
+        assert_eq!(snapshot.health(base(), 0).stale, 0, "not older than now");
+        assert_eq!(snapshot.health(base() + Duration::seconds(1), 0).stale, 1);
+        assert_eq!(
+            snapshot
+                .health(base() + Duration::seconds(1), u32::MAX)
+                .stale,
+            0
+        );
+    }
+}

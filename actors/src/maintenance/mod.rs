@@ -1,0 +1,32 @@
+//! Pure maintenance algorithms the collection actor and the service run: duplicate
+//! clustering ([`dedup`]) and the summary written without an LLM ([`extractive`]).
+//! Counting a collection's health lives with its snapshot (`collection/health.rs`).
+
+pub mod dedup;
+pub mod extractive;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+/// What `GET .../summary` answers.
+#[derive(Debug, Clone)]
+pub struct CollectionSummary {
+    pub summary: String,
+    pub themes: Vec<String>,
+    /// How many memories it was written from.
+    pub based_on: usize,
+    pub generated_at: DateTime<Utc>,
+    /// `llm` or `extractive`.
+    pub generated_by: &'static str,
+    /// Why the LLM was not used, when one is configured but was skipped or failed.
+    pub skipped: Option<String>,
+}
+
+/// A summary kept for one collection version and limit; any write bumps the version.
+#[derive(Debug, Clone)]
+pub struct CachedSummary {
+    pub version: u64,
+    pub limit: usize,
+    pub summary: Arc<CollectionSummary>,
+}

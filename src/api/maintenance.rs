@@ -1,0 +1,410 @@
+//! Intelligent maintenance: `POST .../{collection}/dedup`, `POST .../{collection}/archive-stale`,
+//! `GET .../{collection}/health`, `GET .../{collection}/summary`, and the service-wide
+//! `GET /v1/memory/admin/memory-health`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use memvault_actors::collection::CollectionHealth;
+use memvault_actors::limits::{
+    DEDUP_THRESHOLD_DEFAULT, STALE_DAYS_DEFAULT, STALE_DAYS_MAX, SUMMARY_LIMIT_DEFAULT,
+    SUMMARY_LIMIT_MAX,
+};
+use memvault_storage::{CollectionName, MemoryRecord};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::auth::{Admin, Authenticated, Writer};
+use super::collections::existing_collection;
+use super::extract::{ApiPath, ApiQuery, OptionalJson};
+use super::AppState;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+
+pub fn routes() -> Router<AppState> {
+    let collection = "/v1/memory/collections/{collection}";
+    Router::new()
+        .route(&format!("{collection}/dedup"), post(dedup))
+        .route(&format!("{collection}/archive-stale"), post(archive_stale))
+        .route(&format!("{collection}/health"), get(health))
+        .route(&format!("{collection}/summary"), get(summary))
+        .route("/v1/memory/admin/memory-health", get(memory_health))
+}
+
+/// At most this many ids are listed in an archive-stale answer; the count is always exact.
+const ARCHIVE_STALE_IDS_MAX: usize = 1_000;
+
+fn stale_days(raw: Option<i64>, field: &str) -> ApiResult<u32> {
+    match raw {
+        None => Ok(STALE_DAYS_DEFAULT),
+        Some(days) if (0..=i64::from(STALE_DAYS_MAX)).contains(&days) => Ok(days as u32),
+        Some(days) => Err(ApiError::Validation(format!(
+            "{field} must be between 0 and {STALE_DAYS_MAX}, got {days}"
+        ))),
+    }
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DedupRequest {
+    /// Cosine similarity (0 to 1) at which two memories are duplicates; default 0.95.
+    pub threshold: Option<f64>,
+    /// Only report (default true); false deletes every duplicate that is not its
+    /// cluster's keeper.
+    pub dry_run: Option<bool>,
+}
+
+/// A memory in a dedup answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DedupMemory {
+    pub id: String,
+    pub text: String,
+    pub importance: f64,
+    pub pinned: bool,
+    pub created_at: DateTime<Utc>,
+    /// Cosine similarity to the cluster's keeper (absent on the keeper).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
+}
+
+impl DedupMemory {
+    fn new(memory: &MemoryRecord, similarity: Option<f32>) -> Self {
+        Self {
+            id: memory.id.clone(),
+            text: memory.text.clone(),
+            importance: memory.importance,
+            pinned: memory.pinned,
+            created_at: memory.created_at,
+            similarity: similarity.map(|value| (f64::from(value) * 1e4).round() / 1e4),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DuplicateClusterResponse {
+    /// The memory kept: pinned first, then highest importance, then newest.
+    pub keeper: DedupMemory,
+    /// The memories deleted (or that would be), most similar first; never pinned.
+    pub duplicates: Vec<DedupMemory>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DedupResponse {
+    pub dry_run: bool,
+    pub threshold: f64,
+    /// Memories compared: the most recent current, unarchived ones, at most 500.
+    pub scanned: usize,
+    pub clusters: Vec<DuplicateClusterResponse>,
+    /// How many memories were deleted (0 on a dry run).
+    pub deleted: usize,
+    /// Their ids.
+    pub deleted_ids: Vec<String>,
+}
+
+/// Finds clusters of near-identical memories among the 500 most recent current ones; with
+/// `dry_run: false` deletes every duplicate but the cluster's keeper.
+#[utoipa::path(post, path = "/v1/memory/collections/{collection}/dedup", tag = "maintenance",
+    params(("collection" = String, Path)), request_body = DedupRequest,
+    responses((status = 200, body = DedupResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn dedup(
+    State(state): State<AppState>,
+    Writer(agent): Writer,
+    ApiPath(collection): ApiPath<String>,
+    OptionalJson(request): OptionalJson<DedupRequest>,
+) -> ApiResult<Json<DedupResponse>> {
+    let name = existing_collection(&collection)?;
+    let threshold = request.threshold.unwrap_or(DEDUP_THRESHOLD_DEFAULT);
+    if !(0.0..=1.0).contains(&threshold) {
+        return Err(ApiError::Validation(format!(
+            "threshold must be between 0 and 1, got {threshold}"
+        )));
+    }
+    let dry_run = request.dry_run.unwrap_or(true);
+    let report = state
+        .service
+        .dedup(&agent.tenant_id, &name, threshold as f32, dry_run)
+        .await?;
+    Ok(Json(DedupResponse {
+        dry_run,
+        threshold,
+        scanned: report.scanned,
+        clusters: report
+            .clusters
+            .iter()
+            .map(|cluster| DuplicateClusterResponse {
+                keeper: DedupMemory::new(&cluster.keeper, None),
+                duplicates: cluster
+                    .duplicates
+                    .iter()
+                    .map(|(memory, similarity)| DedupMemory::new(memory, Some(*similarity)))
+                    .collect(),
+            })
+            .collect(),
+        deleted: report.deleted.len(),
+        deleted_ids: report.deleted,
+    }))
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveStaleRequest {
+    /// Days without an update (0 to 36500; default 90).
+    pub older_than_days: Option<i64>,
+    /// Only report (default true).
+    pub dry_run: Option<bool>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ArchiveStaleResponse {
+    pub dry_run: bool,
+    pub older_than_days: u32,
+    /// On a dry run: how many memories would be archived.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would_archive: Option<usize>,
+    /// Otherwise: how many were archived.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archived: Option<usize>,
+    /// Their ids, oldest update first; at most 1000 are listed.
+    pub memory_ids: Vec<String>,
+    /// True when more ids matched than are listed.
+    pub memory_ids_truncated: bool,
+}
+
+/// Archives (reversibly) the memories not updated for `older_than_days`: never pinned,
+/// archived or superseded ones. A dry run (the default) only counts them.
+#[utoipa::path(post, path = "/v1/memory/collections/{collection}/archive-stale", tag = "maintenance",
+    params(("collection" = String, Path)), request_body = ArchiveStaleRequest,
+    responses((status = 200, body = ArchiveStaleResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn archive_stale(
+    State(state): State<AppState>,
+    Writer(agent): Writer,
+    ApiPath(collection): ApiPath<String>,
+    OptionalJson(request): OptionalJson<ArchiveStaleRequest>,
+) -> ApiResult<Json<ArchiveStaleResponse>> {
+    let name = existing_collection(&collection)?;
+    let days = stale_days(request.older_than_days, "older_than_days")?;
+    let dry_run = request.dry_run.unwrap_or(true);
+    let mut ids = state
+        .service
+        .archive_stale(&agent.tenant_id, &name, days, dry_run)
+        .await?;
+    let count = ids.len();
+    ids.truncate(ARCHIVE_STALE_IDS_MAX);
+    Ok(Json(ArchiveStaleResponse {
+        dry_run,
+        older_than_days: days,
+        would_archive: dry_run.then_some(count),
+        archived: (!dry_run).then_some(count),
+        memory_ids: ids,
+        memory_ids_truncated: count > ARCHIVE_STALE_IDS_MAX,
+    }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct HealthQuery {
+    /// Days without an update after which a current, unpinned memory is stale (0 to
+    /// 36500; default 90).
+    pub stale_days: Option<i64>,
+}
+
+/// Counts by state; every memory is in exactly one of current, archived, expired and
+/// superseded (`supersessions`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthCounts {
+    pub total: u64,
+    /// Neither superseded, archived nor expired.
+    pub current: u64,
+    pub archived: u64,
+    /// Pinned memories, in any state.
+    pub pinned: u64,
+    /// Current, unpinned, not updated for `stale_days`.
+    pub stale: u64,
+    /// Past their validity (time-bound facts), not superseded or archived.
+    pub expired: u64,
+    /// Memories superseded by a newer fact.
+    pub supersessions: u64,
+    /// Memories not superseded, by category.
+    pub categories: BTreeMap<String, u64>,
+    /// stale + expired + supersessions.
+    pub needs_attention: u64,
+    pub stale_days: u32,
+}
+
+impl HealthCounts {
+    fn new(health: &CollectionHealth, stale_days: u32) -> Self {
+        Self {
+            total: health.total,
+            current: health.current,
+            archived: health.archived,
+            pinned: health.pinned,
+            stale: health.stale,
+            expired: health.expired,
+            supersessions: health.supersessions,
+            categories: health.categories.clone(),
+            needs_attention: health.needs_attention(),
+            stale_days,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthResponse {
+    pub collection: String,
+    /// False for a collection that does not exist (all counts 0).
+    pub exists: bool,
+    #[serde(flatten)]
+    pub counts: HealthCounts,
+}
+
+/// How the collection is doing, from counters the collection keeps (no scan). An unknown
+/// collection answers 200 with `exists: false`.
+#[utoipa::path(get, path = "/v1/memory/collections/{collection}/health", tag = "maintenance",
+    params(("collection" = String, Path), HealthQuery),
+    responses((status = 200, body = HealthResponse), (status = 401, body = ErrorBody),
+        (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn health(
+    State(state): State<AppState>,
+    Authenticated(agent): Authenticated,
+    ApiPath(collection): ApiPath<String>,
+    ApiQuery(query): ApiQuery<HealthQuery>,
+) -> ApiResult<Json<HealthResponse>> {
+    let days = stale_days(query.stale_days, "stale_days")?;
+    let found = match CollectionName::parse(&collection) {
+        Ok(name) => state
+            .service
+            .collection_health(&agent.tenant_id, &name, days)?,
+        Err(_) => None,
+    };
+    Ok(Json(HealthResponse {
+        collection,
+        exists: found.is_some(),
+        counts: HealthCounts::new(&found.unwrap_or_default(), days),
+    }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SummaryQuery {
+    /// How many memories (by importance and recency) the summary is based on: 1 to 200,
+    /// default 50.
+    pub limit: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SummaryResponse {
+    pub collection: String,
+    /// False for a collection that does not exist.
+    pub exists: bool,
+    pub summary: String,
+    pub themes: Vec<String>,
+    /// How many memories it was written from.
+    pub based_on: usize,
+    /// When it was written; unchanged while it is served from the cache.
+    pub generated_at: DateTime<Utc>,
+    /// `llm` or `extractive`.
+    pub generated_by: String,
+    /// Why the LLM was not used although one is configured.
+    pub skipped: Option<String>,
+}
+
+/// What the collection is about, from its top memories by importance and recency: one LLM
+/// call, or without an LLM an extractive summary (clusters, their central memories, themes
+/// from their top terms). Cached until the collection changes; never an error.
+#[utoipa::path(get, path = "/v1/memory/collections/{collection}/summary", tag = "maintenance",
+    params(("collection" = String, Path), SummaryQuery),
+    responses((status = 200, body = SummaryResponse), (status = 401, body = ErrorBody),
+        (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn summary(
+    State(state): State<AppState>,
+    Authenticated(agent): Authenticated,
+    ApiPath(collection): ApiPath<String>,
+    ApiQuery(query): ApiQuery<SummaryQuery>,
+) -> ApiResult<Json<SummaryResponse>> {
+    let limit = match query.limit {
+        None => SUMMARY_LIMIT_DEFAULT,
+        Some(limit) if (1..=SUMMARY_LIMIT_MAX as i64).contains(&limit) => limit as usize,
+        Some(limit) => {
+            return Err(ApiError::Validation(format!(
+                "limit must be between 1 and {SUMMARY_LIMIT_MAX}, got {limit}"
+            )))
+        }
+    };
+    let found = match CollectionName::parse(&collection) {
+        Ok(name) => {
+            state
+                .service
+                .summary(&agent.tenant_id, &name, limit)
+                .await?
+        }
+        Err(_) => None,
+    };
+    let response = match found {
+        Some(summary) => {
+            let summary = Arc::unwrap_or_clone(summary);
+            SummaryResponse {
+                collection,
+                exists: true,
+                summary: summary.summary,
+                themes: summary.themes,
+                based_on: summary.based_on,
+                generated_at: summary.generated_at,
+                generated_by: summary.generated_by.to_owned(),
+                skipped: summary.skipped,
+            }
+        }
+        None => SummaryResponse {
+            collection,
+            exists: false,
+            summary: "The collection does not exist.".to_owned(),
+            themes: Vec::new(),
+            based_on: 0,
+            generated_at: state.service.now(),
+            generated_by: "extractive".to_owned(),
+            skipped: None,
+        },
+    };
+    Ok(Json(response))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MemoryHealthResponse {
+    pub tenants: usize,
+    pub collections: usize,
+    #[serde(flatten)]
+    pub counts: HealthCounts,
+}
+
+/// Health totals across every collection of every tenant (operators; aggregates only).
+#[utoipa::path(get, path = "/v1/memory/admin/memory-health", tag = "maintenance",
+    params(HealthQuery),
+    responses((status = 200, body = MemoryHealthResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn memory_health(
+    State(state): State<AppState>,
+    _admin: Admin,
+    ApiQuery(query): ApiQuery<HealthQuery>,
+) -> ApiResult<Json<MemoryHealthResponse>> {
+    let days = stale_days(query.stale_days, "stale_days")?;
+    let service = state.service.clone();
+    let total = tokio::task::spawn_blocking(move || service.service_health(days))
+        .await
+        .map_err(|error| ApiError::Unavailable(format!("health did not complete: {error}")))?;
+    Ok(Json(MemoryHealthResponse {
+        tenants: total.tenants,
+        collections: total.collections,
+        counts: HealthCounts::new(&total.health, days),
+    }))
+}
