@@ -281,3 +281,105 @@ fn a_tenant_s_own_llm_is_self_tested_kept_secret_and_never_capped() {
     );
     assert_eq!(body["extractor"], json!("skipped"));
 }
+
+#[test]
+fn the_summary_is_one_llm_call_billed_as_summary_cached_and_extractive_when_it_fails() {
+    let llm = FakeLlmServer::start();
+    let base_url = llm.base_url();
+    let server = start_in_process(move |config| {
+        config.llm.base_url = Some(base_url);
+        config.llm.model = "gpt-4o-mini".to_owned();
+        config.llm.max_retries = 0;
+    });
+    let client = tenant_on(&server);
+    let collection = unique("llm-summary");
+    for (text, importance) in [
+        ("The billing service moved to Rust in May.", 0.9),
+        ("Churn dropped after the onboarding redesign.", 0.4),
+        ("Support is busiest on Monday mornings.", 0.1),
+    ] {
+        expect_status(
+            client.post(
+                &format!("/v1/memory/collections/{collection}/memories"),
+                &json!({"text": text, "importance": importance}),
+            ),
+            201,
+        );
+    }
+    let summary_path = format!("/v1/memory/collections/{collection}/summary");
+
+    llm.push(FakeReply::chat_with_usage(
+        json!({"summary": "A product team's engineering and support notes.",
+               "themes": ["billing", "onboarding"]})
+        .to_string(),
+        400,
+        40,
+    ));
+    let body = expect_status(client.get(&format!("{summary_path}?limit=2")), 200);
+    assert_eq!(body["generated_by"], json!("llm"), "{body}");
+    assert_eq!(
+        body["summary"],
+        json!("A product team's engineering and support notes.")
+    );
+    assert_eq!(body["themes"], json!(["billing", "onboarding"]));
+    assert_eq!(body["based_on"], json!(2));
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 1, "one bounded call");
+    let prompt = requests[0].prompt_text();
+    assert!(prompt.contains("billing service moved to Rust"), "{prompt}");
+    assert!(
+        !prompt.contains("busiest on Monday"),
+        "limit=2 keeps the least important memory out: {prompt}"
+    );
+
+    let cached = expect_status(client.get(&format!("{summary_path}?limit=2")), 200);
+    assert_eq!(cached["generated_at"], body["generated_at"]);
+    assert_eq!(llm.request_count(), 1, "a cached summary makes no call");
+
+    let spend = expect_status(client.get("/v1/memory/spend-cap"), 200);
+    let row = spend["usage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["purpose"] == json!("summary"))
+        .expect("summary usage")
+        .clone();
+    assert_eq!(
+        (row["calls"].clone(), row["prompt_tokens"].clone()),
+        (json!(1), json!(400))
+    );
+
+    // The LLM fails: an extractive summary, with the reason, and not cached.
+    llm.push(FakeReply::json(500, json!({"error": {"message": "down"}})));
+    let degraded = expect_status(client.get(&summary_path), 200);
+    assert_eq!(degraded["generated_by"], json!("extractive"), "{degraded}");
+    assert_eq!(degraded["based_on"], json!(3));
+    assert!(degraded["skipped"]
+        .as_str()
+        .unwrap()
+        .contains("LLM call failed"));
+    llm.push(FakeReply::chat(
+        json!({"summary": "Recovered.", "themes": []}).to_string(),
+    ));
+    let recovered = expect_status(client.get(&summary_path), 200);
+    assert_eq!(recovered["generated_by"], json!("llm"), "{recovered}");
+    assert_eq!(recovered["summary"], json!("Recovered."));
+
+    // Over the cap: extractive without a call, saying why.
+    expect_status(
+        client.put("/v1/memory/spend-cap", &json!({"monthly_usd": 0.000001})),
+        200,
+    );
+    expect_status(
+        client.post(
+            &format!("/v1/memory/collections/{collection}/memories"),
+            &json!({"text": "A fourth note invalidates the cache."}),
+        ),
+        201,
+    );
+    let calls = llm.request_count();
+    let capped = expect_status(client.get(&summary_path), 200);
+    assert_eq!(capped["generated_by"], json!("extractive"));
+    assert!(capped["skipped"].as_str().unwrap().contains("spend cap"));
+    assert_eq!(llm.request_count(), calls);
+}
