@@ -371,6 +371,10 @@ mod tests {
                 .filter(|m| can_go_stale(m) && m.updated_at < cutoff)
                 .map(|m| &m.id)
                 .collect();
+            for id in &stale_ids {
+                let memory = &snapshot.memories[*id];
+                prop_assert!(!memory.pinned && !memory.archived && memory.superseded_by.is_none());
+            }
             stale_ids.sort();
             brute.sort();
             prop_assert_eq!(stale_ids, brute);
