@@ -6,11 +6,13 @@
 //! at N memories, with the query embedded and with its embedding already cached; bytes on
 //! disk; the cold start with N memories; and the write path without the model (an
 //! in-process service fed the vectors the first run stored). Numbers are printed, never
-//! asserted.
+//! asserted. `--maintenance` instead times health, summary, dedup and archive-stale on an
+//! in-process service (see `maintenance`).
 
 mod corpus;
 mod embedder;
 mod ingest;
+mod maintenance;
 mod process;
 mod stats;
 
@@ -64,6 +66,10 @@ pub struct BenchArgs {
     /// The admin key of --existing-data (a --keep-data run prints it).
     #[arg(long)]
     pub key: Option<String>,
+    /// Only measure maintenance (health, summary, dedup, archive-stale) on an in-process
+    /// service loaded with --memories memories and seeded random vectors, then stop.
+    #[arg(long, conflicts_with_all = ["existing_data", "embedder_only"])]
+    pub maintenance: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +95,9 @@ pub fn run(args: BenchArgs) -> Result<(), BenchError> {
 }
 
 async fn bench(args: BenchArgs) -> Result<(), BenchError> {
+    if args.maintenance {
+        return maintenance::run(&args).await;
+    }
     let corpus = Corpus::load(&args.corpus)?;
     if let Some(existing) = &args.existing_data {
         return bench_existing(&args, &corpus, existing).await;

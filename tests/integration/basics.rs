@@ -108,6 +108,14 @@ fn openapi_is_3_1_and_describes_every_route() {
             "/v1/memory/collections/{collection}/memories/{id}/archive",
             &["post"],
         ),
+        ("/v1/memory/collections/{collection}/dedup", &["post"]),
+        (
+            "/v1/memory/collections/{collection}/archive-stale",
+            &["post"],
+        ),
+        ("/v1/memory/collections/{collection}/health", &["get"]),
+        ("/v1/memory/collections/{collection}/summary", &["get"]),
+        ("/v1/memory/admin/memory-health", &["get"]),
     ] {
         for method in methods {
             assert!(

@@ -131,8 +131,9 @@ pub(super) async fn archive_stale(
     state: &mut CollectionState,
     cutoff: DateTime<Utc>,
     dry_run: bool,
+    max: usize,
 ) -> Result<Vec<String>> {
-    let ids: Vec<String> = state.current.stale_ids(cutoff).cloned().collect();
+    let ids: Vec<String> = state.current.stale_ids(cutoff).take(max).cloned().collect();
     if dry_run || ids.is_empty() {
         return Ok(ids);
     }

@@ -59,10 +59,12 @@ pub enum CollectionMessage {
         reply: RpcReplyPort<Result<DedupReport>>,
     },
     /// Archives (unless `dry_run`) the memories not updated since `cutoff` that are not
-    /// pinned, archived or superseded; replies with their ids, oldest first.
+    /// pinned, archived or superseded, at most `max` of them (oldest first); replies with
+    /// their ids.
     ArchiveStale {
         cutoff: DateTime<Utc>,
         dry_run: bool,
+        max: usize,
         reply: RpcReplyPort<Result<Vec<String>>>,
     },
     /// Deletes the collection and all its memories from the store, then stops.

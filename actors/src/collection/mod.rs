@@ -329,9 +329,10 @@ impl Actor for CollectionActor {
             CollectionMessage::ArchiveStale {
                 cutoff,
                 dry_run,
+                max,
                 reply,
             } => {
-                let result = maintenance::archive_stale(state, cutoff, dry_run).await;
+                let result = maintenance::archive_stale(state, cutoff, dry_run, max).await;
                 settle(reply, result, state)
             }
             CollectionMessage::Delete { id, reply } => {

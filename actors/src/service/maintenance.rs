@@ -24,6 +24,9 @@ pub struct ServiceHealth {
     pub health: CollectionHealth,
 }
 
+/// Memories archived per actor call by archive-stale.
+const ARCHIVE_BATCH: usize = 1_000;
+
 /// Recency halves every this many days when picking the memories a summary is based on.
 const SUMMARY_RECENCY_HALF_LIFE_DAYS: f64 = 30.0;
 
@@ -45,7 +48,9 @@ impl Memvault {
         .await
     }
 
-    /// The ids archived (or, on a dry run, that would be), oldest first.
+    /// The ids archived (or, on a dry run, that would be), oldest first. Archiving goes
+    /// in batches of [`ARCHIVE_BATCH`], one actor call each, so other writes interleave and
+    /// no call nears the timeout however many memories are stale.
     pub async fn archive_stale(
         &self,
         tenant: &TenantId,
@@ -55,12 +60,23 @@ impl Memvault {
     ) -> Result<Vec<String>> {
         let entry = self.collection_entry(tenant, collection)?;
         let cutoff = stale_cutoff(self.now(), older_than_days);
-        self.call_collection(&entry.handle, |reply| CollectionMessage::ArchiveStale {
-            cutoff,
-            dry_run,
-            reply,
-        })
-        .await
+        let max = if dry_run { usize::MAX } else { ARCHIVE_BATCH };
+        let mut archived = Vec::new();
+        loop {
+            let batch = self
+                .call_collection(&entry.handle, |reply| CollectionMessage::ArchiveStale {
+                    cutoff,
+                    dry_run,
+                    max,
+                    reply,
+                })
+                .await?;
+            let done = batch.len() < max;
+            archived.extend(batch);
+            if done {
+                return Ok(archived);
+            }
+        }
     }
 
     /// `None` when the collection does not exist.
