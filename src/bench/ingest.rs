@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use memvault_actors::embedding::{Embedder, EmbeddingError, EmbeddingService};
 use memvault_actors::memory::NewMemory;
+use memvault_actors::{Agent, Memvault};
 use memvault_storage::{CollectionName, MemoryStore, MetaStore, SledStore};
 
 use super::BenchError;
@@ -40,6 +41,25 @@ impl Embedder for StoredVectors {
             })
             .collect()
     }
+}
+
+/// A service on `data_dir` with `embedder`, its bootstrap agent, and collection `bench`.
+pub async fn in_process_service(
+    data_dir: &Path,
+    embedder: EmbeddingService,
+) -> Result<(Memvault, Agent, CollectionName), String> {
+    let mut config = Config::default();
+    config.server.data_dir = data_dir.to_owned();
+    let key = format!("mv_bench_{}", uuid::Uuid::new_v4().simple());
+    let (state, _) = server::start_service(&config, embedder, Some(key.clone()))
+        .await
+        .map_err(|error| error.to_string())?;
+    let service = state.service.clone();
+    let agent = service
+        .authenticate(&key)
+        .ok_or_else(|| "the bootstrap key does not authenticate".to_owned())?;
+    let name = CollectionName::parse("bench")?;
+    Ok((service, agent, name))
 }
 
 /// Returns (memories per second, memories written).
@@ -79,17 +99,9 @@ pub async fn without_model(source: &Path, concurrency: usize) -> Result<(f64, us
         1_000,
     );
     let data = tempfile::tempdir().map_err(|error| setup(error.to_string()))?;
-    let mut config = Config::default();
-    config.server.data_dir = data.path().to_owned();
-    let key = format!("mv_bench_{}", uuid::Uuid::new_v4().simple());
-    let (state, _) = server::start_service(&config, embedder, Some(key.clone()))
+    let (service, agent, name) = in_process_service(data.path(), embedder)
         .await
-        .map_err(|error| setup(error.to_string()))?;
-    let service = state.service.clone();
-    let agent = service
-        .authenticate(&key)
-        .ok_or_else(|| setup("the bootstrap key does not authenticate".to_owned()))?;
-    let name = CollectionName::parse("bench").map_err(setup)?;
+        .map_err(setup)?;
     let batches: Vec<Vec<String>> = texts.chunks(100).map(<[String]>::to_vec).collect();
     let count = texts.len();
     let queue = Arc::new(std::sync::Mutex::new(batches.into_iter()));

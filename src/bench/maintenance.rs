@@ -13,10 +13,10 @@ use memvault_actors::{Agent, Memvault};
 use memvault_storage::CollectionName;
 
 use super::corpus::Corpus;
+use super::ingest::in_process_service;
+use super::process::proc_status_bytes;
 use super::stats::{Latencies, Progress};
 use super::{format_bytes, format_duration, BenchArgs, BenchError, Report};
-use crate::config::Config;
-use crate::server;
 
 const DIMENSIONS: usize = 384;
 const BATCH: usize = 100;
@@ -123,22 +123,10 @@ fn format_fine(duration: Duration) -> String {
 
 /// This process's resident set size and its peak, from /proc (0 where /proc is absent).
 fn own_rss() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|value| {
-                value
-                    .trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            })
-            .map_or(0, |kib| kib * 1024)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    (
+        proc_status_bytes("self", "VmRSS:"),
+        proc_status_bytes("self", "VmHWM:"),
+    )
 }
 
 pub async fn run(args: &BenchArgs) -> Result<(), BenchError> {
@@ -179,17 +167,9 @@ pub async fn run(args: &BenchArgs) -> Result<(), BenchError> {
     );
 
     let embedder = EmbeddingService::start(Arc::new(SeededVectors), 1_000);
-    let mut config = Config::default();
-    config.server.data_dir = data.path().to_owned();
-    let key = format!("mv_bench_{}", uuid::Uuid::new_v4().simple());
-    let (state, _) = server::start_service(&config, embedder, Some(key.clone()))
+    let (service, agent, name) = in_process_service(data.path(), embedder)
         .await
-        .map_err(|error| setup(error.to_string()))?;
-    let service = state.service.clone();
-    let agent = service
-        .authenticate(&key)
-        .ok_or_else(|| setup("the bootstrap key does not authenticate".to_owned()))?;
-    let name = CollectionName::parse("bench").map_err(setup)?;
+        .map_err(setup)?;
     let mut report = Report::default();
 
     let loading = load(

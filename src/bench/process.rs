@@ -74,19 +74,7 @@ impl ServerProcess {
     /// Resident set size from /proc (0 where /proc is absent).
     pub fn rss_bytes(&self) -> u64 {
         let Some(pid) = self.child.id() else { return 0 };
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|value| {
-                value
-                    .trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            })
-            .map_or(0, |kib| kib * 1024)
+        proc_status_bytes(&pid.to_string(), "VmRSS:")
     }
 
     /// SIGTERM, then wait for the graceful shutdown.
@@ -126,4 +114,22 @@ pub fn directory_bytes(directory: &Path) -> u64 {
         }
     }
     total
+}
+
+/// A kB field (`VmRSS:`, `VmHWM:`) of `/proc/{pid}/status`, in bytes; 0 where /proc or
+/// the field is absent. `pid` may be `self`.
+pub fn proc_status_bytes(pid: &str, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|value| {
+            value
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .map_or(0, |kib| kib * 1024)
 }

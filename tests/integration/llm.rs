@@ -5,20 +5,7 @@
 use memvault_actors::llm::testing::{FakeLlmServer, FakeReply};
 use serde_json::{json, Value};
 
-use crate::support::{expect_error, expect_status, start_in_process, unique, Client, TestServer};
-
-fn tenant_on(server: &TestServer) -> Client {
-    let admin = Client::new(&server.base_url, Some(&server.admin_key));
-    let name = unique("llm-tenant");
-    let body = expect_status(
-        admin.post(
-            "/v1/memory/admin/tenants",
-            &json!({"name": name, "email": format!("{name}@example.com")}),
-        ),
-        201,
-    );
-    Client::new(&server.base_url, body["api_key"].as_str())
-}
+use crate::support::{expect_error, expect_status, start_in_process, tenant_on, unique, Client};
 
 fn facts_reply(facts: Value, prompt_tokens: u64, completion_tokens: u64) -> FakeReply {
     FakeReply::chat_with_usage(

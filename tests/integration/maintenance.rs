@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::support::{
     create_memory, expect_error, expect_status, list_ids, memories_path, new_tenant,
-    start_in_process_with_clock, unique, Client, TestServer,
+    start_in_process_with_clock, tenant_on, unique, Client,
 };
 
 fn path(collection: &str, action: &str) -> String {
@@ -71,19 +71,6 @@ fn health(client: &Client, collection: &str, query: &str) -> Value {
         "{body}"
     );
     body
-}
-
-fn tenant_on(server: &TestServer) -> Client {
-    let admin = Client::new(&server.base_url, Some(&server.admin_key));
-    let name = unique("aging");
-    let body = expect_status(
-        admin.post(
-            "/v1/memory/admin/tenants",
-            &json!({"name": name, "email": format!("{name}@example.com")}),
-        ),
-        201,
-    );
-    Client::new(&server.base_url, body["api_key"].as_str())
 }
 
 const DOOR: &str = "The server room door code is 4821.";

@@ -169,6 +169,20 @@ impl Client {
     }
 }
 
+/// A fresh tenant on a server of its own; its client.
+pub fn tenant_on(server: &TestServer) -> Client {
+    let admin = Client::new(&server.base_url, Some(&server.admin_key));
+    let name = unique("tenant");
+    let body = expect_status(
+        admin.post(
+            "/v1/memory/admin/tenants",
+            &json!({"name": name, "email": format!("{name}@example.com")}),
+        ),
+        201,
+    );
+    Client::new(&server.base_url, body["api_key"].as_str())
+}
+
 /// A fresh tenant on the shared server; its client.
 pub fn new_tenant() -> Client {
     let name = unique("tenant");
