@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use dashmap::DashMap;
 use memvault_storage::{ApiKeyRecord, TenantId};
 use rand::distributions::Alphanumeric;
@@ -38,6 +38,7 @@ struct KeyEntry {
     key_id: String,
     label: String,
     read_only: bool,
+    expires_at: Option<DateTime<Utc>>,
 }
 
 /// Key hash to identity, for every active key of every tenant.
@@ -64,6 +65,7 @@ impl KeyDirectory {
                 key_id: key.id.clone(),
                 label: key.label.clone(),
                 read_only: key.read_only,
+                expires_at: key.expires_at,
             },
         );
     }
@@ -75,6 +77,9 @@ impl KeyDirectory {
             return None;
         }
         let entry = self.by_hash.get(&hash_key(secret))?;
+        if entry.expires_at.is_some_and(|expiry| expiry <= Utc::now()) {
+            return None;
+        }
         Some((
             entry.tenant_id.clone(),
             entry.key_id.clone(),
@@ -104,6 +109,7 @@ pub fn new_key_record(
     label: &str,
     read_only: bool,
     secret: &str,
+    expires_at: Option<DateTime<Utc>>,
 ) -> ApiKeyRecord {
     let id_suffix = uuid::Uuid::new_v4().simple().to_string();
     ApiKeyRecord {
@@ -115,6 +121,7 @@ pub fn new_key_record(
         read_only,
         created_at: Utc::now(),
         revoked_at: None,
+        expires_at,
     }
 }
 
@@ -135,7 +142,7 @@ mod tests {
         let directory = KeyDirectory::default();
         let tenant = TenantId::generate();
         let secret = generate_key_secret();
-        let mut record = new_key_record(&tenant, "default", false, &secret);
+        let mut record = new_key_record(&tenant, "default", false, &secret, None);
         assert!(!record.key_hash.contains(&secret[3..]));
         directory.publish(&record);
         let (found_tenant, key_id, label, read_only) = directory.lookup(&secret).unwrap();
@@ -148,5 +155,24 @@ mod tests {
         record.revoked_at = Some(Utc::now());
         directory.publish(&record);
         assert!(directory.lookup(&secret).is_none());
+    }
+
+    #[test]
+    fn an_expired_key_no_longer_authenticates() {
+        let directory = KeyDirectory::default();
+        let tenant = TenantId::generate();
+        let (live, expired) = (generate_key_secret(), generate_key_secret());
+        let later = Utc::now() + chrono::Duration::hours(1);
+        let earlier = Utc::now() - chrono::Duration::seconds(1);
+        directory.publish(&new_key_record(&tenant, "live", false, &live, Some(later)));
+        directory.publish(&new_key_record(
+            &tenant,
+            "old",
+            false,
+            &expired,
+            Some(earlier),
+        ));
+        assert!(directory.lookup(&live).is_some());
+        assert!(directory.lookup(&expired).is_none());
     }
 }

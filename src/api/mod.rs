@@ -6,6 +6,7 @@ pub mod auth;
 pub mod collections;
 pub mod extract;
 pub mod graph;
+pub mod keys;
 pub mod maintenance;
 pub mod memories;
 pub mod openapi;
@@ -61,6 +62,7 @@ pub fn router(state: AppState) -> Router {
         .merge(memories::routes())
         .merge(search::routes())
         .merge(graph::routes())
+        .merge(keys::routes())
         .merge(maintenance::routes())
         .merge(settings::routes())
         .fallback(fallback)

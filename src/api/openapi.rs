@@ -5,7 +5,9 @@ use axum::{Json, Router};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, collections, graph, maintenance, memories, public, search, settings, AppState};
+use super::{
+    admin, collections, graph, keys, maintenance, memories, public, search, settings, AppState,
+};
 use crate::error::ErrorBody;
 
 #[derive(OpenApi)]
@@ -28,6 +30,7 @@ use crate::error::ErrorBody;
         settings::get_spend_cap, settings::put_spend_cap,
         maintenance::dedup, maintenance::archive_stale, maintenance::health, maintenance::summary,
         maintenance::memory_health,
+        keys::list, keys::create, keys::revoke, keys::agents, keys::rotate,
     ),
     components(schemas(ErrorBody)),
     modifiers(&BearerAuth),
@@ -39,6 +42,7 @@ use crate::error::ErrorBody;
         (name = "search", description = "Vector, full-text and hybrid search; related; forget"),
         (name = "graph", description = "Remember: facts, supersession, contradictions, profile"),
         (name = "settings", description = "Bring-your-own extraction LLM and the monthly spend cap"),
+        (name = "keys", description = "API keys as agent identities: create, list, revoke, rotate"),
         (name = "maintenance", description = "Dedup, archive-stale, collection health and summary"),
     )
 )]

@@ -116,6 +116,16 @@ pub struct ApiKeyRecord {
     pub created_at: DateTime<Utc>,
     #[serde(default)]
     pub revoked_at: Option<DateTime<Utc>>,
+    /// After this the key no longer authenticates; `None` never expires.
+    #[serde(default)]
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl ApiKeyRecord {
+    /// Not revoked and not expired at `now`.
+    pub fn is_active(&self, now: DateTime<Utc>) -> bool {
+        self.revoked_at.is_none() && self.expires_at.is_none_or(|expiry| expiry > now)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -127,6 +127,7 @@ pub fn api_keys_are_per_tenant(store: &dyn Store) {
         read_only: false,
         created_at: Utc::now(),
         revoked_at: None,
+        expires_at: None,
     };
     store.put_api_key(&key).unwrap();
     assert_eq!(store.api_keys(&owner.id).unwrap(), vec![key.clone()]);

@@ -116,6 +116,10 @@ fn openapi_is_3_1_and_describes_every_route() {
         ("/v1/memory/collections/{collection}/health", &["get"]),
         ("/v1/memory/collections/{collection}/summary", &["get"]),
         ("/v1/memory/admin/memory-health", &["get"]),
+        ("/v1/memory/keys", &["get", "post"]),
+        ("/v1/memory/keys/{key_id}", &["delete"]),
+        ("/v1/memory/agents", &["get"]),
+        ("/v1/memory/admin/rotate-key", &["post"]),
     ] {
         for method in methods {
             assert!(

@@ -8,6 +8,7 @@ mod basics;
 mod collections;
 mod durability;
 mod graph;
+mod keys;
 mod llm;
 mod maintenance;
 mod memories;

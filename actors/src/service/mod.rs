@@ -4,6 +4,7 @@
 
 mod collections;
 pub mod intelligence;
+mod keys;
 mod maintenance;
 mod memories;
 mod remember;
@@ -21,6 +22,7 @@ use ractor::{Actor, ActorRef};
 
 pub use collections::CollectionView;
 pub use intelligence::{IntelligenceConfig, ModelPrice, Purpose};
+pub use keys::NewKey;
 pub use maintenance::ServiceHealth;
 pub use memories::ListPage;
 pub use remember::{Contradiction, Extractor, Profile, RememberInput, RememberOutcome};

@@ -121,7 +121,7 @@ impl Memvault {
             admin: new.admin,
             created_at: Utc::now(),
         };
-        let key = new_key_record(&record.id, label, false, &secret);
+        let key = new_key_record(&record.id, label, false, &secret, None);
         let stored = record.clone();
         call_actor(
             &self.inner.root,

@@ -42,6 +42,17 @@ pub enum TenantMessage {
         key: ApiKeyRecord,
         reply: RpcReplyPort<Result<Arc<ApiKeyRecord>>>,
     },
+    /// Soft-revokes a key; refused when it is the tenant's last active key.
+    RevokeKey {
+        key_id: String,
+        reply: RpcReplyPort<Result<Arc<ApiKeyRecord>>>,
+    },
+    /// Adds `new` and revokes `key_id` (the key making the request) in one step.
+    RotateKey {
+        key_id: String,
+        new: Box<ApiKeyRecord>,
+        reply: RpcReplyPort<Result<Arc<ApiKeyRecord>>>,
+    },
     /// Changes the tenant's settings: `change` gets the current ones and returns the new
     /// ones (or refuses), so concurrent changes of different fields never undo each other.
     UpdateSettings {

@@ -2,6 +2,7 @@
 //! collection actors (restarting a failed one with back-off, its state reloaded from the
 //! store).
 
+mod keys;
 mod messages;
 mod state;
 
@@ -222,8 +223,9 @@ impl Actor for TenantActor {
     ) -> Result<TenantState, ActorProcessingErr> {
         let tenant = args.handle.snapshot().record.id.clone();
         let (store, keys_of) = (args.store.clone(), tenant.clone());
-        for key in blocking(move || store.api_keys(&keys_of)).await? {
-            args.keys.publish(&key);
+        let stored_keys = blocking(move || store.api_keys(&keys_of)).await?;
+        for key in &stored_keys {
+            args.keys.publish(key);
         }
         let (store, collections_of) = (args.store.clone(), tenant.clone());
         let records = blocking(move || store.collections(&collections_of)).await?;
@@ -240,6 +242,10 @@ impl Actor for TenantActor {
         let mut snapshot = (*state.snapshot()).clone();
         snapshot.collections = imbl::OrdMap::new();
         snapshot.settings = Arc::new(settings);
+        snapshot.keys = stored_keys
+            .into_iter()
+            .map(|key| (key.id.clone(), Arc::new(key)))
+            .collect();
         for record in records {
             // A restarted tenant actor keeps the handles readers already hold.
             let handle = match state.snapshot().collections.get(&record.name) {
@@ -322,14 +328,13 @@ impl Actor for TenantActor {
                 let _ = reply.send(result);
             }
             TenantMessage::AddKey { key, reply } => {
-                let (store, stored) = (state.store.clone(), key.clone());
-                let result = blocking(move || store.put_api_key(&stored))
-                    .await
-                    .map(|()| {
-                        state.keys.publish(&key);
-                        Arc::new(key)
-                    });
-                let _ = reply.send(result);
+                let _ = reply.send(keys::add(state, key).await);
+            }
+            TenantMessage::RevokeKey { key_id, reply } => {
+                let _ = reply.send(keys::revoke(state, &key_id).await);
+            }
+            TenantMessage::RotateKey { key_id, new, reply } => {
+                let _ = reply.send(keys::rotate(state, &key_id, *new).await);
             }
             TenantMessage::UpdateSettings { change, reply } => {
                 let result = update_settings(state, change).await;

@@ -4,7 +4,9 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use arc_swap::{ArcSwap, ArcSwapOption};
-use memvault_storage::{CollectionName, CollectionRecord, TenantRecord, TenantSettings};
+use memvault_storage::{
+    ApiKeyRecord, CollectionName, CollectionRecord, TenantRecord, TenantSettings,
+};
 use ractor::ActorRef;
 
 use super::messages::TenantMessage;
@@ -25,6 +27,8 @@ pub struct TenantSnapshot {
     pub collections: imbl::OrdMap<CollectionName, CollectionEntry>,
     /// Spend cap and bring-your-own extraction LLM.
     pub settings: Arc<TenantSettings>,
+    /// Every key of the tenant by id, revoked ones included (soft revoke).
+    pub keys: imbl::OrdMap<String, Arc<ApiKeyRecord>>,
 }
 
 /// The part of a tenant that outlives any one tenant actor, kept in the root registry.
@@ -43,6 +47,7 @@ impl TenantHandle {
                 record: Arc::new(record),
                 collections: imbl::OrdMap::new(),
                 settings: Arc::new(TenantSettings::default()),
+                keys: imbl::OrdMap::new(),
             }),
             actor: ArcSwapOption::empty(),
             restarts: AtomicU64::new(0),

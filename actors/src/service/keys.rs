@@ -1,0 +1,100 @@
+//! API keys as agent identities: create (the secret is returned once), list, soft-revoke
+//! and rotate. The tenant actor owns the keys; listings read its snapshot.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use memvault_storage::{ApiKeyRecord, TenantId};
+
+use super::Memvault;
+use crate::agent::{generate_key_secret, new_key_record, Agent};
+use crate::error::Result;
+use crate::tenant::TenantMessage;
+
+/// What a new key is created with.
+#[derive(Debug, Clone)]
+pub struct NewKey {
+    pub label: String,
+    pub read_only: bool,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl Memvault {
+    /// A new key of the caller's tenant and its secret (shown once; only its hash is kept).
+    pub async fn create_key(
+        &self,
+        agent: &Agent,
+        new: NewKey,
+    ) -> Result<(Arc<ApiKeyRecord>, String)> {
+        let secret = generate_key_secret();
+        let key = new_key_record(
+            &agent.tenant_id,
+            &new.label,
+            new.read_only,
+            &secret,
+            new.expires_at,
+        );
+        let key = self
+            .call_tenant(&agent.tenant_id, |reply| TenantMessage::AddKey {
+                key,
+                reply,
+            })
+            .await?;
+        Ok((key, secret))
+    }
+
+    /// Every key of the tenant, revoked ones included, oldest first.
+    pub fn keys(&self, tenant: &TenantId) -> Result<Vec<Arc<ApiKeyRecord>>> {
+        let mut keys: Vec<Arc<ApiKeyRecord>> = self
+            .tenant_handle(tenant)?
+            .snapshot()
+            .keys
+            .values()
+            .cloned()
+            .collect();
+        keys.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(keys)
+    }
+
+    /// Soft-revokes one of the tenant's keys: it stops authenticating at once and stays
+    /// listed. The last active key cannot be revoked.
+    pub async fn revoke_key(&self, agent: &Agent, key_id: &str) -> Result<Arc<ApiKeyRecord>> {
+        let key_id = key_id.to_owned();
+        self.call_tenant(&agent.tenant_id, |reply| TenantMessage::RevokeKey {
+            key_id,
+            reply,
+        })
+        .await
+    }
+
+    /// Replaces the caller's key with a new one of the same label, access and expiry; the
+    /// old key is dead when this returns. Returns the new key and its secret.
+    pub async fn rotate_key(&self, agent: &Agent) -> Result<(Arc<ApiKeyRecord>, String)> {
+        let current = self
+            .tenant_handle(&agent.tenant_id)?
+            .snapshot()
+            .keys
+            .get(&agent.key_id)
+            .cloned();
+        let (read_only, expires_at) = current
+            .map(|key| (key.read_only, key.expires_at))
+            .unwrap_or((agent.read_only, None));
+        let secret = generate_key_secret();
+        let new = new_key_record(
+            &agent.tenant_id,
+            &agent.label,
+            read_only,
+            &secret,
+            expires_at,
+        );
+        let key_id = agent.key_id.clone();
+        let key = self
+            .call_tenant(&agent.tenant_id, |reply| TenantMessage::RotateKey {
+                key_id,
+                new: Box::new(new),
+                reply,
+            })
+            .await?;
+        Ok((key, secret))
+    }
+}
