@@ -188,6 +188,41 @@ pub struct MemoryRecord {
     pub index_key: u64,
 }
 
+impl MemoryRecord {
+    /// A fresh memory written at `now`: a new time-ordered id, current, unpinned,
+    /// unarchived, with no slot, expiry, files or index key yet. Callers set the rest.
+    pub fn new(
+        text: String,
+        importance: f64,
+        category: String,
+        source: String,
+        created_by: CreatedBy,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            id: uuid::Uuid::now_v7().to_string(),
+            text,
+            importance,
+            category,
+            source,
+            metadata: Map::new(),
+            container_tag: None,
+            images: Vec::new(),
+            created_at: now,
+            updated_at: now,
+            pinned: false,
+            archived: false,
+            created_by,
+            superseded_by: None,
+            superseded_at: None,
+            slot: None,
+            value: None,
+            expires_at: None,
+            index_key: 0,
+        }
+    }
+}
+
 /// A tenant's own extraction LLM (bring-your-own); the key is sealed with the service's
 /// secret box and never leaves the service.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

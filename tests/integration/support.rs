@@ -185,16 +185,7 @@ pub fn tenant_on(server: &TestServer) -> Client {
 
 /// A fresh tenant on the shared server; its client.
 pub fn new_tenant() -> Client {
-    let name = unique("tenant");
-    let response = Client::admin().post(
-        "/v1/memory/admin/tenants",
-        &json!({"name": name, "email": format!("{name}@example.com")}),
-    );
-    let body = expect_status(response, 201);
-    Client::new(
-        &shared().base_url,
-        Some(body["api_key"].as_str().expect("api_key")),
-    )
+    tenant_on(shared())
 }
 
 pub fn unique(prefix: &str) -> String {

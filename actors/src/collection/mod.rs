@@ -555,25 +555,17 @@ async fn remember(
     for (fact, decision) in facts.iter().zip(&decisions) {
         fresh.push(decision.stores().then(|| StoredMemory {
             record: MemoryRecord {
-                id: uuid::Uuid::now_v7().to_string(),
-                text: fact.text.clone(),
-                importance,
-                category: fact.category.clone(),
-                source: "remember".to_owned(),
-                metadata: Default::default(),
-                container_tag: None,
-                images: Vec::new(),
-                created_at: now,
-                updated_at: now,
-                pinned: false,
-                archived: false,
-                created_by: created_by.clone(),
-                superseded_by: None,
-                superseded_at: None,
                 slot: fact.slot.clone(),
                 value: Some(fact.value.clone()),
                 expires_at: fact.valid_until,
-                index_key: 0,
+                ..MemoryRecord::new(
+                    fact.text.clone(),
+                    importance,
+                    fact.category.clone(),
+                    "remember".to_owned(),
+                    created_by.clone(),
+                    now,
+                )
             },
             embedding: fact.embedding.clone(),
         }));

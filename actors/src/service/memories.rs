@@ -40,25 +40,16 @@ impl Memvault {
             .zip(embeddings)
             .map(|(memory, embedding)| StoredMemory {
                 record: MemoryRecord {
-                    id: uuid::Uuid::now_v7().to_string(),
-                    text: memory.text,
-                    importance: memory.importance,
-                    category: memory.category,
-                    source: memory.source,
                     metadata: memory.metadata,
                     container_tag: memory.container_tag,
-                    images: Vec::new(),
-                    created_at: now,
-                    updated_at: now,
-                    pinned: false,
-                    archived: false,
-                    created_by: created_by.clone(),
-                    superseded_by: None,
-                    superseded_at: None,
-                    slot: None,
-                    value: None,
-                    expires_at: None,
-                    index_key: 0,
+                    ..MemoryRecord::new(
+                        memory.text,
+                        memory.importance,
+                        memory.category,
+                        memory.source,
+                        created_by.clone(),
+                        now,
+                    )
                 },
                 embedding,
             })
