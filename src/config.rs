@@ -19,6 +19,9 @@ pub struct Config {
     pub llm: LlmSection,
     pub security: SecurityConfig,
     pub extraction: ExtractionConfig,
+    pub webhooks: WebhooksConfig,
+    pub rate_limit: RateLimitConfig,
+    pub audit: AuditConfig,
     pub log: LogConfig,
 }
 
@@ -94,6 +97,33 @@ impl Default for ExtractionConfig {
         Self {
             workers: 2,
             job_retention_days: 7,
+        }
+    }
+}
+
+/// Outbound webhooks (memory events POSTed to a tenant's URL).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebhooksConfig {
+    /// Let webhooks target loopback, private, link-local and metadata addresses. Off by
+    /// default (SSRF protection); tests and trusted private networks turn it on.
+    pub allow_private_targets: bool,
+    /// Total time one delivery attempt may take (SPEC: 5 seconds).
+    pub timeout_secs: u64,
+    /// Attempts per event, the first included; then it is dropped with a warning.
+    pub max_attempts: u32,
+    /// Wait after the first failed attempt, doubled after each further one (at most an
+    /// hour).
+    pub initial_backoff_ms: u64,
+}
+
+impl Default for WebhooksConfig {
+    fn default() -> Self {
+        Self {
+            allow_private_targets: false,
+            timeout_secs: 5,
+            max_attempts: 8,
+            initial_backoff_ms: 2000,
         }
     }
 }
@@ -194,6 +224,49 @@ pub enum LogFormat {
     #[default]
     Text,
     Json,
+}
+
+/// Per-key rate limiting: a fixed window per minute, the limit by tenant tier.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RateLimitConfig {
+    pub enabled: bool,
+    /// Requests per minute per key for a tier not listed in `tiers`.
+    pub per_minute: u32,
+    /// Requests per minute per key, by tenant tier.
+    pub tiers: std::collections::BTreeMap<String, u32>,
+    /// Most keys tracked in one window; beyond it the limiter fails open.
+    pub max_tracked_keys: usize,
+}
+
+impl Default for RateLimitConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            per_minute: 600,
+            tiers: [
+                ("free".to_owned(), 600),
+                ("pro".to_owned(), 6_000),
+                ("admin".to_owned(), 60_000),
+            ]
+            .into_iter()
+            .collect(),
+            max_tracked_keys: 100_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditConfig {
+    /// Audit entries are kept this many days.
+    pub retention_days: u64,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        Self { retention_days: 90 }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -304,9 +377,42 @@ impl Config {
                 "extraction.workers must be at least 1".to_owned(),
             ));
         }
+        if self.rate_limit.per_minute == 0 || self.rate_limit.tiers.values().any(|n| *n == 0) {
+            return Err(ConfigError::Invalid(
+                "rate_limit limits must be at least 1 request per minute (set \
+                 rate_limit.enabled = false to turn limiting off)"
+                    .to_owned(),
+            ));
+        }
+        if self.rate_limit.max_tracked_keys == 0 {
+            return Err(ConfigError::Invalid(
+                "rate_limit.max_tracked_keys must be at least 1".to_owned(),
+            ));
+        }
+        if self.audit.retention_days == 0 {
+            return Err(ConfigError::Invalid(
+                "audit.retention_days must be at least 1".to_owned(),
+            ));
+        }
         if self.status.check_interval_secs == 0 {
             return Err(ConfigError::Invalid(
                 "status.check_interval_secs must be at least 1".to_owned(),
+            ));
+        }
+        let webhooks = &self.webhooks;
+        if !(1..=60).contains(&webhooks.timeout_secs) {
+            return Err(ConfigError::Invalid(
+                "webhooks.timeout_secs must be 1 to 60".to_owned(),
+            ));
+        }
+        if !(1..=100).contains(&webhooks.max_attempts) {
+            return Err(ConfigError::Invalid(
+                "webhooks.max_attempts must be 1 to 100".to_owned(),
+            ));
+        }
+        if !(1..=3_600_000).contains(&webhooks.initial_backoff_ms) {
+            return Err(ConfigError::Invalid(
+                "webhooks.initial_backoff_ms must be 1 to 3600000 (an hour)".to_owned(),
             ));
         }
         Ok(())
@@ -413,9 +519,56 @@ mod tests {
     }
 
     #[test]
+    fn webhook_settings_come_from_the_environment() {
+        let config = Config::load(
+            None,
+            Path::new("none"),
+            env(&[
+                ("MEMVAULT__WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true"),
+                ("MEMVAULT__WEBHOOKS__MAX_ATTEMPTS", "100"),
+                ("MEMVAULT__WEBHOOKS__INITIAL_BACKOFF_MS", "60000"),
+            ]),
+        )
+        .unwrap();
+        assert!(config.webhooks.allow_private_targets);
+        assert_eq!(config.webhooks.max_attempts, 100);
+        assert_eq!(config.webhooks.initial_backoff_ms, 60_000);
+        assert_eq!(config.webhooks.timeout_secs, 5);
+        config.validate().unwrap();
+        let mut zero = config;
+        zero.webhooks.max_attempts = 0;
+        assert!(zero.validate().is_err());
+    }
+
+    #[test]
     fn validation_catches_bad_values() {
         let mut config = Config::default();
         config.server.bind = "not an address".to_owned();
         assert!(config.validate().is_err());
+    }
+
+    #[test]
+    fn rate_limit_tiers_come_from_an_inline_table_and_zero_is_refused() {
+        let config = Config::load(
+            None,
+            Path::new("/nonexistent/config.toml"),
+            env(&[
+                ("MEMVAULT__RATE_LIMIT__TIERS", "{free = 5, team = 50}"),
+                ("MEMVAULT__RATE_LIMIT__PER_MINUTE", "7"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.rate_limit.tiers.get("free"), Some(&5));
+        assert_eq!(config.rate_limit.tiers.get("team"), Some(&50));
+        assert_eq!(config.rate_limit.per_minute, 7);
+        let mut zero = Config::default();
+        zero.rate_limit.per_minute = 0;
+        assert!(zero.validate().is_err());
+    }
+
+    #[test]
+    fn the_documented_config_toml_is_the_defaults() {
+        let documented: Config = toml::from_str(include_str!("../config.toml")).unwrap();
+        assert_eq!(documented, Config::default());
     }
 }

@@ -26,6 +26,9 @@ pub enum ApiError {
     PayloadTooLarge(String),
     #[error("{0}")]
     Validation(String),
+    /// Over the key's rate limit; the rate limiter adds `Retry-After`.
+    #[error("{0}")]
+    TooManyRequests(String),
     #[error("{0}")]
     Unavailable(String),
     #[error("{0}")]
@@ -56,6 +59,7 @@ impl ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,
@@ -88,6 +92,7 @@ impl From<memvault_actors::Error> for ApiError {
         match error {
             Error::NotFound(detail) => ApiError::NotFound(detail),
             Error::Conflict(detail) => ApiError::Conflict(detail),
+            Error::Forbidden(detail) => ApiError::Forbidden(detail),
             Error::Invalid(detail) => ApiError::Validation(detail),
             Error::Unavailable(detail) => ApiError::Unavailable(detail),
             Error::Timeout(what) => {

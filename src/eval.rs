@@ -367,7 +367,7 @@ async fn score_mode(
             fusion,
         };
         let outcome = service
-            .search(&agent.tenant_id, Some(collection), query)
+            .search(agent, Some(collection), query)
             .await
             .map_err(|error| EvalError::Service(error.to_string()))?;
         let ranked: Vec<String> = outcome

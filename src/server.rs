@@ -16,11 +16,13 @@ use memvault_actors::llm::LlmConfig;
 use memvault_actors::service::BootstrapOutcome;
 use memvault_actors::service::{IntelligenceConfig, ModelPrice};
 use memvault_actors::status::StatusMonitor;
+use memvault_actors::webhooks::WebhookSettings;
 use memvault_actors::{Memvault, ServiceConfig};
 use memvault_storage::crypto::SecretBox;
 use memvault_storage::SledStore;
 use tokio::net::TcpListener;
 
+use crate::api::ratelimit::RateLimits;
 use crate::api::{self, AppState};
 use crate::config::Config;
 
@@ -112,7 +114,14 @@ pub async fn start_service_with_clock(
         intelligence: intelligence_config(config, secrets),
         extraction_workers: config.extraction.workers,
         job_retention: Duration::from_secs(config.extraction.job_retention_days * 24 * 3600),
+        audit_retention: Duration::from_secs(config.audit.retention_days * 24 * 3600),
         clock,
+        webhooks: WebhookSettings {
+            allow_private_targets: config.webhooks.allow_private_targets,
+            timeout: Duration::from_secs(config.webhooks.timeout_secs),
+            max_attempts: config.webhooks.max_attempts,
+            initial_backoff: Duration::from_millis(config.webhooks.initial_backoff_ms),
+        },
     };
     let service = Memvault::start(Arc::new(store), embedder, service_config).await?;
     let outcome = service.bootstrap(bootstrap_key).await?;
@@ -121,7 +130,12 @@ pub async fn start_service_with_clock(
         Duration::from_secs(config.status.check_interval_secs),
     );
     Ok((
-        AppState::new(service, status, config.server.max_body_bytes),
+        AppState::new(
+            service,
+            status,
+            config.server.max_body_bytes,
+            RateLimits::from_config(&config.rate_limit),
+        ),
         outcome,
     ))
 }

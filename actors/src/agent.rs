@@ -27,24 +27,49 @@ pub struct Agent {
     pub key_id: String,
     pub label: String,
     pub read_only: bool,
+    /// The tenant's owner key (its first key, or one rotated from it): it manages keys,
+    /// grants, webhooks and settings, and grants do not restrict it.
+    pub owner: bool,
     /// Whether the key's tenant is admin-flagged (operator endpoints, tenant creation).
     pub admin: bool,
 }
 
-/// What the directory keeps per key hash.
-#[derive(Debug, Clone)]
-struct KeyEntry {
-    tenant_id: TenantId,
-    key_id: String,
-    label: String,
-    read_only: bool,
+/// What a key may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyRole {
+    /// The account's own key: everything, including managing keys and grants.
+    Owner,
+    /// An agent key that reads and writes (within its grants).
+    ReadWrite,
+    /// An agent key that only reads and searches (within its grants).
+    ReadOnly,
+}
+
+impl KeyRole {
+    pub fn of(key: &ApiKeyRecord) -> Self {
+        match (key.owner, key.read_only) {
+            (true, _) => Self::Owner,
+            (false, false) => Self::ReadWrite,
+            (false, true) => Self::ReadOnly,
+        }
+    }
+}
+
+/// What the directory keeps per key hash: who the key is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyIdentity {
+    pub tenant_id: TenantId,
+    pub key_id: String,
+    pub label: String,
+    pub read_only: bool,
+    pub owner: bool,
     expires_at: Option<DateTime<Utc>>,
 }
 
 /// Key hash to identity, for every active key of every tenant.
 #[derive(Default)]
 pub struct KeyDirectory {
-    by_hash: DashMap<String, KeyEntry>,
+    by_hash: DashMap<String, KeyIdentity>,
 }
 
 impl KeyDirectory {
@@ -60,19 +85,19 @@ impl KeyDirectory {
         }
         self.by_hash.insert(
             key.key_hash.clone(),
-            KeyEntry {
+            KeyIdentity {
                 tenant_id: key.tenant_id.clone(),
                 key_id: key.id.clone(),
                 label: key.label.clone(),
                 read_only: key.read_only,
+                owner: key.owner,
                 expires_at: key.expires_at,
             },
         );
     }
 
-    /// The identity behind a presented secret; `admin` is filled in by the caller, who
-    /// knows the tenant.
-    pub fn lookup(&self, secret: &str) -> Option<(TenantId, String, String, bool)> {
+    /// The identity behind a presented secret (active and unexpired keys only).
+    pub fn lookup(&self, secret: &str) -> Option<KeyIdentity> {
         if !secret.starts_with(KEY_PREFIX) || secret.len() > KEY_MAX_LEN {
             return None;
         }
@@ -80,12 +105,7 @@ impl KeyDirectory {
         if entry.expires_at.is_some_and(|expiry| expiry <= Utc::now()) {
             return None;
         }
-        Some((
-            entry.tenant_id.clone(),
-            entry.key_id.clone(),
-            entry.label.clone(),
-            entry.read_only,
-        ))
+        Some(entry.clone())
     }
 }
 
@@ -107,7 +127,7 @@ pub fn hash_key(secret: &str) -> String {
 pub fn new_key_record(
     tenant_id: &TenantId,
     label: &str,
-    read_only: bool,
+    role: KeyRole,
     secret: &str,
     expires_at: Option<DateTime<Utc>>,
 ) -> ApiKeyRecord {
@@ -118,7 +138,8 @@ pub fn new_key_record(
         label: label.to_owned(),
         key_hash: hash_key(secret),
         display_prefix: secret.chars().take(KEY_PREFIX.len() + 4).collect(),
-        read_only,
+        read_only: role == KeyRole::ReadOnly,
+        owner: role == KeyRole::Owner,
         created_at: Utc::now(),
         revoked_at: None,
         expires_at,
@@ -142,14 +163,15 @@ mod tests {
         let directory = KeyDirectory::default();
         let tenant = TenantId::generate();
         let secret = generate_key_secret();
-        let mut record = new_key_record(&tenant, "default", false, &secret, None);
+        let mut record = new_key_record(&tenant, "default", KeyRole::Owner, &secret, None);
         assert!(!record.key_hash.contains(&secret[3..]));
         directory.publish(&record);
-        let (found_tenant, key_id, label, read_only) = directory.lookup(&secret).unwrap();
+        let found = directory.lookup(&secret).unwrap();
         assert_eq!(
-            (found_tenant, key_id.as_str(), label.as_str(), read_only),
-            (tenant, record.id.as_str(), "default", false)
+            (found.tenant_id, found.key_id.as_str(), found.label.as_str()),
+            (tenant, record.id.as_str(), "default")
         );
+        assert!(found.owner && !found.read_only);
         assert!(directory.lookup(&format!("sk_{}", &secret[3..])).is_none());
         assert!(directory.lookup("mv_unknown").is_none());
         record.revoked_at = Some(Utc::now());
@@ -164,11 +186,17 @@ mod tests {
         let (live, expired) = (generate_key_secret(), generate_key_secret());
         let later = Utc::now() + chrono::Duration::hours(1);
         let earlier = Utc::now() - chrono::Duration::seconds(1);
-        directory.publish(&new_key_record(&tenant, "live", false, &live, Some(later)));
+        directory.publish(&new_key_record(
+            &tenant,
+            "live",
+            KeyRole::ReadWrite,
+            &live,
+            Some(later),
+        ));
         directory.publish(&new_key_record(
             &tenant,
             "old",
-            false,
+            KeyRole::ReadWrite,
             &expired,
             Some(earlier),
         ));

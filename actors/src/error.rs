@@ -13,6 +13,10 @@ pub enum Error {
     /// A request that conflicts with the current state, e.g. creating an existing collection.
     #[error("{0}")]
     Conflict(String),
+    /// The caller's key may not do this: a read-only key writing, or an agent without the
+    /// needed grant on a restricted collection.
+    #[error("{0}")]
+    Forbidden(String),
     /// A request that is well-formed but not allowed by the current state.
     #[error("{0}")]
     Invalid(String),

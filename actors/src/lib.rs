@@ -12,15 +12,18 @@
 //! - [`embedding`]: the in-process sentence-embedding model and its batching thread.
 //! - [`agent`]: API keys as agent identities, and the key directory used to authenticate.
 //! - [`memory`]: what creating or changing a memory carries, and its validation rules.
+//! - [`metrics`]: per-route, per-stage and cache figures for the operator endpoints.
 //! - [`pageviews`]: cookieless pageview counts from the public beacon.
 //! - [`status`]: periodic self-checks behind the public status page.
 //! - [`limits`]: SPEC.md's limits, in one place.
 //! - [`clock`]: the service's source of "now", movable in tests.
 //! - [`maintenance`]: dedup clustering and the extractive collection summary.
+//! - [`webhooks`]: signed outbound webhooks for memory events, from a durable outbox.
 //!
 //! Actors know nothing of HTTP; storage goes through `memvault-storage`'s traits.
 
 pub mod agent;
+pub mod audit;
 mod call;
 pub mod clock;
 pub mod collection;
@@ -33,12 +36,15 @@ pub mod limits;
 pub mod llm;
 pub mod maintenance;
 pub mod memory;
+pub mod metrics;
 pub mod pageviews;
+pub mod ratelimit;
 pub mod root;
 pub mod search;
 pub mod service;
 pub mod status;
 pub mod tenant;
+pub mod webhooks;
 
 pub use agent::Agent;
 pub use error::{Error, Result};

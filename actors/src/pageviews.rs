@@ -74,6 +74,75 @@ impl Pageviews {
     }
 }
 
+/// Top paths and referrers listed in a [`PageviewSummary`]; the total counts every row.
+pub const SUMMARY_TOP: usize = 50;
+
+/// What [`PageviewSummary::referrers`] calls pageviews without a referrer.
+pub const DIRECT_REFERRER: &str = "(direct)";
+
+/// Pageviews over a window of days, for the operator analytics.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PageviewSummary {
+    pub total: u64,
+    /// Every day of the window, oldest first, zero days included.
+    pub by_day: Vec<(NaiveDate, u64)>,
+    /// The [`SUMMARY_TOP`] most viewed paths, most viewed first.
+    pub by_path: Vec<(String, u64)>,
+    /// The [`SUMMARY_TOP`] most frequent referrer hosts ([`DIRECT_REFERRER`] for none),
+    /// most frequent first.
+    pub by_referrer: Vec<(String, u64)>,
+}
+
+impl Pageviews {
+    /// The last `days` days (today included, on the clock [`Pageviews::record`] uses).
+    pub fn summary(&self, days: u32) -> PageviewSummary {
+        self.summary_until(Utc::now().date_naive(), days)
+    }
+
+    fn summary_until(&self, today: NaiveDate, days: u32) -> PageviewSummary {
+        let first = today - chrono::Duration::days(i64::from(days.max(1)) - 1);
+        let mut by_day: Vec<(NaiveDate, u64)> = first
+            .iter_days()
+            .take_while(|day| *day <= today)
+            .map(|day| (day, 0))
+            .collect();
+        let mut by_path: HashMap<String, u64> = HashMap::new();
+        let mut by_referrer: HashMap<String, u64> = HashMap::new();
+        let mut total = 0;
+        for (key, count) in self.rows() {
+            if key.day < first || key.day > today {
+                continue;
+            }
+            let index = (key.day - first).num_days() as usize;
+            if let Some((_, day_count)) = by_day.get_mut(index) {
+                *day_count += count;
+            }
+            total += count;
+            *by_path.entry(key.path).or_insert(0) += count;
+            let referrer = if key.referrer_host.is_empty() {
+                DIRECT_REFERRER.to_owned()
+            } else {
+                key.referrer_host
+            };
+            *by_referrer.entry(referrer).or_insert(0) += count;
+        }
+        PageviewSummary {
+            total,
+            by_day,
+            by_path: top(by_path),
+            by_referrer: top(by_referrer),
+        }
+    }
+}
+
+/// Most counted first (ties by name), at most [`SUMMARY_TOP`].
+fn top(counts: HashMap<String, u64>) -> Vec<(String, u64)> {
+    let mut counts: Vec<(String, u64)> = counts.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    counts.truncate(SUMMARY_TOP);
+    counts
+}
+
 /// The path without query or fragment (they may carry personal data), bounded in length.
 fn clean_path(raw: &str) -> String {
     let path = raw.split(['?', '#']).next().unwrap_or_default();
@@ -114,5 +183,35 @@ mod tests {
         assert_eq!(find("/pricing", ""), Some(1));
         assert_eq!(find("unknown", ""), Some(1));
         assert!(rows.iter().all(|(key, _)| !key.path.contains('@')));
+    }
+
+    #[test]
+    fn summary_counts_the_window_by_day_path_and_referrer() {
+        let pageviews = Pageviews::default();
+        pageviews.record(br#"{"path": "/", "referrer": "https://news.example/item"}"#);
+        pageviews.record(br#"{"path": "/"}"#);
+        pageviews.record(br#"{"path": "/pricing"}"#);
+        // The day the rows were recorded on (not "now", which may be past midnight).
+        let today = pageviews.rows()[0].0.day;
+        let summary = pageviews.summary_until(today, 7);
+        assert_eq!(summary.total, 3);
+        assert_eq!(summary.by_day.len(), 7);
+        assert_eq!(summary.by_day.last(), Some(&(today, 3)));
+        assert_eq!(
+            summary.by_path,
+            vec![("/".to_owned(), 2), ("/pricing".to_owned(), 1)]
+        );
+        assert_eq!(
+            summary.by_referrer,
+            vec![
+                (DIRECT_REFERRER.to_owned(), 2),
+                ("news.example".to_owned(), 1)
+            ]
+        );
+        // A window that ended before today sees nothing of it.
+        let earlier = pageviews.summary_until(today - chrono::Duration::days(1), 7);
+        assert_eq!(earlier.total, 0);
+        assert!(earlier.by_path.is_empty());
+        assert!(earlier.by_day.iter().all(|(_, count)| *count == 0));
     }
 }

@@ -14,6 +14,7 @@ use crate::agent::KeyDirectory;
 use crate::error::{Error, Result};
 use crate::index::IndexSettings;
 use crate::tenant::{TenantActor, TenantArgs, TenantHandle};
+use crate::webhooks::MemoryEventSink;
 
 const RESTART_DELAY: Duration = Duration::from_millis(200);
 
@@ -24,6 +25,8 @@ pub struct RootArgs {
     pub indexing: Arc<IndexSettings>,
     pub keys: Arc<KeyDirectory>,
     pub tenants: Arc<DashMap<TenantId, Arc<TenantHandle>>>,
+    /// Handed to every collection actor for webhook events.
+    pub events: MemoryEventSink,
 }
 
 pub enum RootMessage {
@@ -45,6 +48,8 @@ pub struct RootState {
     tenants: Arc<DashMap<TenantId, Arc<TenantHandle>>>,
     /// Which tenant each linked child actor serves.
     children: HashMap<ActorId, TenantId>,
+    /// Passed down to the collection actors, which report changed memories to it.
+    events: MemoryEventSink,
 }
 
 async fn spawn_tenant(
@@ -57,6 +62,7 @@ async fn spawn_tenant(
         store: state.store.clone(),
         indexing: state.indexing.clone(),
         keys: state.keys.clone(),
+        events: state.events.clone(),
     };
     let id = handle.snapshot().record.id.clone();
     let (actor, _) = Actor::spawn_linked(None, TenantActor, args, myself.get_cell())
@@ -107,6 +113,7 @@ impl Actor for RootActor {
             keys: args.keys,
             tenants: args.tenants,
             children: HashMap::new(),
+            events: args.events,
         };
         for record in records {
             let handle = TenantHandle::new(record.clone());

@@ -126,6 +126,51 @@ impl memvault_storage::JobStore for FlakyStore {
     }
 }
 
+impl memvault_storage::OutboxStore for FlakyStore {
+    fn put_delivery(&self, delivery: &memvault_storage::OutboxDelivery) -> StoreResult<()> {
+        self.inner.put_delivery(delivery)
+    }
+
+    fn delivery(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+    ) -> StoreResult<Option<memvault_storage::OutboxDelivery>> {
+        self.inner.delivery(tenant, id)
+    }
+
+    fn pending_deliveries(&self) -> StoreResult<Vec<memvault_storage::OutboxDelivery>> {
+        self.inner.pending_deliveries()
+    }
+
+    fn delete_delivery(&self, tenant: &TenantId, id: &str) -> StoreResult<()> {
+        self.inner.delete_delivery(tenant, id)
+    }
+
+    fn delete_deliveries_of(&self, tenant: &TenantId) -> StoreResult<usize> {
+        self.inner.delete_deliveries_of(tenant)
+    }
+}
+
+impl memvault_storage::AuditStore for FlakyStore {
+    fn append_audit(&self, entries: &[memvault_storage::AuditEntry]) -> StoreResult<()> {
+        self.inner.append_audit(entries)
+    }
+
+    fn audit(
+        &self,
+        tenant: &TenantId,
+        since: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<memvault_storage::AuditEntry>> {
+        self.inner.audit(tenant, since, limit)
+    }
+
+    fn prune_audit(&self, before: chrono::DateTime<chrono::Utc>) -> StoreResult<usize> {
+        self.inner.prune_audit(before)
+    }
+}
+
 impl MemoryStore for FlakyStore {
     fn put_memories(
         &self,
@@ -293,7 +338,7 @@ async fn everything_is_reloaded_after_a_full_restart() {
     let service = Memvault::start(open(), embedder, ServiceConfig::default())
         .await
         .unwrap();
-    let views = service.list_collections(&agent.tenant_id).unwrap();
+    let views = service.list_collections(&agent).unwrap();
     assert_eq!(views.len(), 1);
     assert_eq!(views[0].memory_count, 2);
     let first = service

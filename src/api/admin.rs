@@ -55,6 +55,8 @@ pub struct LimitsResponse {
     pub list_limit_max: usize,
     pub search_limit_max: usize,
     pub max_request_body_bytes: usize,
+    /// Requests per minute per API key of this tenant's tier (the rate limit).
+    pub requests_per_minute: u32,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -62,6 +64,8 @@ pub struct KeySummary {
     pub id: String,
     pub label: String,
     pub read_only: bool,
+    /// The tenant's owner key (manages keys, grants, webhooks and settings).
+    pub owner: bool,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -169,6 +173,7 @@ pub async fn me(
             id: agent.key_id,
             label: agent.label,
             read_only: agent.read_only,
+            owner: agent.owner,
         },
         limits: LimitsResponse {
             memory_text_max_chars: limits::MEMORY_TEXT_MAX_CHARS,
@@ -176,6 +181,7 @@ pub async fn me(
             list_limit_max: limits::LIST_LIMIT_MAX,
             search_limit_max: limits::SEARCH_LIMIT_MAX,
             max_request_body_bytes: state.max_body_bytes,
+            requests_per_minute: state.rate_limits.limit_for(&tenant.tier),
         },
     }))
 }

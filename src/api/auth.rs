@@ -2,7 +2,9 @@
 //!
 //! - [`Authenticated`]: any active key.
 //! - [`Writer`]: a key that may write (read-only keys get 403).
-//! - [`Admin`]: a key of an admin-flagged tenant (others get 403).
+//! - [`Owner`]: the tenant's owner key (agent keys get 403): keys, grants, webhooks,
+//!   settings.
+//! - [`Admin`]: the owner key of an admin-flagged tenant (others get 403).
 
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
@@ -15,10 +17,15 @@ use crate::error::ApiError;
 
 pub struct Authenticated(pub Agent);
 pub struct Writer(pub Agent);
+pub struct Owner(pub Agent);
 pub struct Admin(pub Agent);
 
 /// The agent behind the request's bearer key, or the 401 that explains what is wrong.
+/// The rate limiter authenticates first and leaves the agent in the extensions.
 pub fn authenticate(parts: &Parts, state: &AppState) -> Result<Agent, ApiError> {
+    if let Some(agent) = parts.extensions.get::<Agent>() {
+        return Ok(agent.clone());
+    }
     let header = parts.headers.get(AUTHORIZATION).ok_or_else(|| {
         ApiError::Unauthorized(
             "missing Authorization header; send 'Authorization: Bearer mv_...'".to_owned(),
@@ -72,14 +79,30 @@ impl FromRequestParts<AppState> for Writer {
     }
 }
 
+impl FromRequestParts<AppState> for Owner {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let agent = authenticate(parts, state)?;
+        if !agent.owner {
+            return Err(ApiError::Forbidden(
+                "this needs the tenant's owner key; agent keys cannot manage keys, grants, \
+                 webhooks or settings"
+                    .to_owned(),
+            ));
+        }
+        Ok(Owner(agent))
+    }
+}
+
 impl FromRequestParts<AppState> for Admin {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let agent = authenticate(parts, state)?;
-        if !agent.admin {
+        if !agent.admin || !agent.owner {
             return Err(ApiError::Forbidden(
-                "this endpoint needs a key of an admin-flagged tenant".to_owned(),
+                "this endpoint needs the owner key of an admin-flagged tenant".to_owned(),
             ));
         }
         Ok(Admin(agent))

@@ -7,7 +7,8 @@ use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use memvault_actors::limits::DESCRIPTION_MAX_CHARS;
 use memvault_actors::memory::validate_metadata;
-use memvault_actors::service::CollectionView;
+use memvault_actors::service::{Access, CollectionView};
+use memvault_actors::Agent;
 use memvault_storage::CollectionName;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -27,16 +28,43 @@ pub fn routes() -> Router<AppState> {
         )
 }
 
-/// A collection name from a path, for reading: a name that cannot exist is simply not
+/// A collection name from a path that must exist: a name that cannot exist is simply not
 /// found.
-pub fn existing_collection(raw: &str) -> ApiResult<CollectionName> {
+fn existing_collection(raw: &str) -> ApiResult<CollectionName> {
     CollectionName::parse(raw)
         .map_err(|_| ApiError::NotFound(format!("collection '{raw}' not found")))
 }
 
 /// A collection name for writing (which may create it): an invalid name is a 422.
-pub fn collection_to_write(raw: &str) -> ApiResult<CollectionName> {
+fn collection_to_write(raw: &str) -> ApiResult<CollectionName> {
     CollectionName::parse(raw).map_err(ApiError::Validation)
+}
+
+// Every handler that names a collection gets it through one of these three (or, for
+// health and summary, which answer an unknown name with `exists: false`, calls
+// `authorize` itself), so no handler skips the grant check: the parsers above are private.
+
+/// A collection the agent may read: 404 for a name that cannot exist, 403 when it is
+/// restricted and the agent has no grant with `can_read`.
+pub fn readable(state: &AppState, agent: &Agent, raw: &str) -> ApiResult<CollectionName> {
+    let name = existing_collection(raw)?;
+    state.service.authorize(agent, &name, Access::Read)?;
+    Ok(name)
+}
+
+/// An existing collection the agent may change: 403 for read-only keys and for agents
+/// without a `can_write` grant on a restricted collection.
+pub fn writable(state: &AppState, agent: &Agent, raw: &str) -> ApiResult<CollectionName> {
+    let name = existing_collection(raw)?;
+    state.service.authorize(agent, &name, Access::Write)?;
+    Ok(name)
+}
+
+/// A collection the agent may write into, created when missing: an invalid name is 422.
+pub fn writable_or_new(state: &AppState, agent: &Agent, raw: &str) -> ApiResult<CollectionName> {
+    let name = collection_to_write(raw)?;
+    state.service.authorize(agent, &name, Access::Write)?;
+    Ok(name)
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -101,7 +129,7 @@ fn validate_optional_metadata(metadata: Option<&Map<String, Value>>) -> ApiResul
     Ok(())
 }
 
-/// Every collection of the tenant, with its memory count.
+/// Every collection of the tenant the key may read, with its memory count.
 #[utoipa::path(get, path = "/v1/memory/collections", tag = "collections",
     responses((status = 200, body = Vec<CollectionResponse>), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -109,7 +137,7 @@ pub async fn list(
     State(state): State<AppState>,
     Authenticated(agent): Authenticated,
 ) -> ApiResult<Json<Vec<CollectionResponse>>> {
-    let views = state.service.list_collections(&agent.tenant_id)?;
+    let views = state.service.list_collections(&agent)?;
     Ok(Json(
         views.into_iter().map(CollectionResponse::from).collect(),
     ))
@@ -151,7 +179,7 @@ pub async fn fetch(
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
 ) -> ApiResult<Json<CollectionResponse>> {
-    let name = existing_collection(&collection)?;
+    let name = readable(&state, &agent, &collection)?;
     Ok(Json(
         state
             .service
@@ -172,7 +200,7 @@ pub async fn update(
     ApiPath(collection): ApiPath<String>,
     ApiJson(request): ApiJson<UpdateCollectionRequest>,
 ) -> ApiResult<Json<CollectionResponse>> {
-    let name = existing_collection(&collection)?;
+    let name = writable(&state, &agent, &collection)?;
     validate_description(request.description.as_ref())?;
     validate_optional_metadata(request.metadata.as_ref())?;
     let view = state
@@ -198,7 +226,7 @@ pub async fn remove(
     Writer(agent): Writer,
     ApiPath(collection): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    let name = existing_collection(&collection)?;
+    let name = writable(&state, &agent, &collection)?;
     state
         .service
         .delete_collection(&agent.tenant_id, name)

@@ -15,11 +15,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Authenticated, Writer};
-use super::collections::{collection_to_write, existing_collection};
+use super::collections::{readable, writable_or_new};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::memories::MemoryResponse;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
+use memvault_actors::service::Access;
 
 pub fn routes() -> Router<AppState> {
     let collection = "/v1/memory/collections/{collection}";
@@ -139,7 +140,7 @@ pub async fn remember(
     ApiQuery(params): ApiQuery<RememberParams>,
     ApiJson(request): ApiJson<RememberRequest>,
 ) -> ApiResult<Response> {
-    let name = collection_to_write(&collection)?;
+    let name = writable_or_new(&state, &agent, &collection)?;
     let input = request.validate()?;
     if params.sync.unwrap_or(false) {
         let outcome = state.service.remember(&agent, &name, input).await?;
@@ -190,6 +191,7 @@ impl From<ExtractJobRecord> for JobResponse {
 #[utoipa::path(get, path = "/v1/memory/extract/job/{job_id}", tag = "graph",
     params(("job_id" = String, Path)),
     responses((status = 200, body = JobResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody, description = "the job's collection is restricted"),
         (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn job(
@@ -198,6 +200,10 @@ pub async fn job(
     ApiPath(job_id): ApiPath<String>,
 ) -> ApiResult<Json<JobResponse>> {
     let job = state.service.extract_job(&agent.tenant_id, &job_id).await?;
+    // A job shows the facts it stored: only for agents that may read its collection.
+    state
+        .service
+        .authorize(&agent, &job.collection, Access::Read)?;
     Ok(Json(JobResponse::from(job)))
 }
 
@@ -235,7 +241,7 @@ pub async fn contradictions(
     ApiPath(collection): ApiPath<String>,
     ApiQuery(query): ApiQuery<ContradictionsQuery>,
 ) -> ApiResult<Json<ContradictionsResponse>> {
-    let name = existing_collection(&collection)?;
+    let name = readable(&state, &agent, &collection)?;
     let limit = match query.limit {
         None => CONTRADICTIONS_LIMIT_MAX,
         Some(limit) if (1..=CONTRADICTIONS_LIMIT_MAX as i64).contains(&limit) => limit as usize,
@@ -284,7 +290,7 @@ pub async fn profile(
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
 ) -> ApiResult<Json<ProfileResponse>> {
-    let name = existing_collection(&collection)?;
+    let name = readable(&state, &agent, &collection)?;
     let profile = state.service.profile(&agent.tenant_id, &name).await?;
     Ok(Json(ProfileResponse {
         profile: profile.profile,

@@ -13,7 +13,7 @@ use memvault_storage::ApiKeyRecord;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::auth::{Authenticated, Writer};
+use super::auth::{Authenticated, Owner};
 use super::extract::{ApiJson, ApiPath};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -45,6 +45,9 @@ pub struct KeyResponse {
     pub id: String,
     pub label: String,
     pub read_only: bool,
+    /// The tenant's owner key: manages keys, grants, webhooks and settings; grants do not
+    /// restrict it.
+    pub owner: bool,
     /// The secret's first characters followed by `…`.
     pub masked: String,
     pub created_at: DateTime<Utc>,
@@ -60,6 +63,7 @@ impl From<&ApiKeyRecord> for KeyResponse {
             id: key.id.clone(),
             label: key.label.clone(),
             read_only: key.read_only,
+            owner: key.owner,
             masked: format!("{}…", key.display_prefix),
             created_at: key.created_at,
             expires_at: key.expires_at,
@@ -105,7 +109,7 @@ pub struct AgentListResponse {
     security(("bearer" = [])))]
 pub async fn create(
     State(state): State<AppState>,
-    Writer(agent): Writer,
+    Owner(agent): Owner,
     ApiJson(request): ApiJson<CreateKeyRequest>,
 ) -> ApiResult<(StatusCode, Json<NewKeyResponse>)> {
     let label = request.label.trim().to_owned();
@@ -161,7 +165,7 @@ pub async fn list(
     security(("bearer" = [])))]
 pub async fn revoke(
     State(state): State<AppState>,
-    Writer(agent): Writer,
+    Owner(agent): Owner,
     ApiPath(key_id): ApiPath<String>,
 ) -> ApiResult<Json<KeyResponse>> {
     let key = state.service.revoke_key(&agent, &key_id).await?;

@@ -19,10 +19,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Admin, Authenticated, Writer};
-use super::collections::existing_collection;
+use super::collections::writable;
 use super::extract::{ApiPath, ApiQuery, OptionalJson};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
+use memvault_actors::service::Access;
 
 pub fn routes() -> Router<AppState> {
     let collection = "/v1/memory/collections/{collection}";
@@ -118,7 +119,7 @@ pub async fn dedup(
     ApiPath(collection): ApiPath<String>,
     OptionalJson(request): OptionalJson<DedupRequest>,
 ) -> ApiResult<Json<DedupResponse>> {
-    let name = existing_collection(&collection)?;
+    let name = writable(&state, &agent, &collection)?;
     let threshold = request.threshold.unwrap_or(DEDUP_THRESHOLD_DEFAULT);
     if !(0.0..=1.0).contains(&threshold) {
         return Err(ApiError::Validation(format!(
@@ -190,7 +191,7 @@ pub async fn archive_stale(
     ApiPath(collection): ApiPath<String>,
     OptionalJson(request): OptionalJson<ArchiveStaleRequest>,
 ) -> ApiResult<Json<ArchiveStaleResponse>> {
-    let name = existing_collection(&collection)?;
+    let name = writable(&state, &agent, &collection)?;
     let days = stale_days(request.older_than_days, "older_than_days")?;
     let dry_run = request.dry_run.unwrap_or(true);
     let mut ids = state
@@ -271,7 +272,7 @@ pub struct HealthResponse {
 #[utoipa::path(get, path = "/v1/memory/collections/{collection}/health", tag = "maintenance",
     params(("collection" = String, Path), HealthQuery),
     responses((status = 200, body = HealthResponse), (status = 401, body = ErrorBody),
-        (status = 422, body = ErrorBody)),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn health(
     State(state): State<AppState>,
@@ -281,9 +282,12 @@ pub async fn health(
 ) -> ApiResult<Json<HealthResponse>> {
     let days = stale_days(query.stale_days, "stale_days")?;
     let found = match CollectionName::parse(&collection) {
-        Ok(name) => state
-            .service
-            .collection_health(&agent.tenant_id, &name, days)?,
+        Ok(name) => {
+            state.service.authorize(&agent, &name, Access::Read)?;
+            state
+                .service
+                .collection_health(&agent.tenant_id, &name, days)?
+        }
         Err(_) => None,
     };
     Ok(Json(HealthResponse {
@@ -324,7 +328,7 @@ pub struct SummaryResponse {
 #[utoipa::path(get, path = "/v1/memory/collections/{collection}/summary", tag = "maintenance",
     params(("collection" = String, Path), SummaryQuery),
     responses((status = 200, body = SummaryResponse), (status = 401, body = ErrorBody),
-        (status = 422, body = ErrorBody)),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn summary(
     State(state): State<AppState>,
@@ -343,6 +347,7 @@ pub async fn summary(
     };
     let found = match CollectionName::parse(&collection) {
         Ok(name) => {
+            state.service.authorize(&agent, &name, Access::Read)?;
             state
                 .service
                 .summary(&agent.tenant_id, &name, limit)

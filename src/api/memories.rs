@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Authenticated, Writer};
-use super::collections::{collection_to_write, existing_collection};
+use super::collections::{readable, writable, writable_or_new};
 use super::extract::{parse_json_body, ApiJson, ApiPath, ApiQuery};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -238,7 +238,7 @@ pub async fn create(
     ApiPath(collection): ApiPath<String>,
     ApiJson(request): ApiJson<CreateMemoryRequest>,
 ) -> ApiResult<(StatusCode, Json<MemoryResponse>)> {
-    let name = collection_to_write(&collection)?;
+    let name = writable_or_new(&state, &agent, &collection)?;
     let memory = request.validate()?;
     let created = state
         .service
@@ -264,7 +264,7 @@ pub async fn bulk(
     ApiPath(collection): ApiPath<String>,
     ApiJson(requests): ApiJson<Vec<CreateMemoryRequest>>,
 ) -> ApiResult<(StatusCode, Json<BulkCreateResponse>)> {
-    let name = collection_to_write(&collection)?;
+    let name = writable_or_new(&state, &agent, &collection)?;
     if requests.is_empty() || requests.len() > BULK_MAX_ITEMS {
         return Err(ApiError::Validation(format!(
             "bulk takes 1 to {BULK_MAX_ITEMS} items, got {}",
@@ -309,7 +309,7 @@ pub async fn list(
     ApiPath(collection): ApiPath<String>,
     ApiQuery(query): ApiQuery<ListMemoriesQuery>,
 ) -> ApiResult<Json<Vec<MemoryResponse>>> {
-    let name = existing_collection(&collection)?;
+    let name = readable(&state, &agent, &collection)?;
     let limit = query.limit.unwrap_or(LIST_LIMIT_DEFAULT);
     if !(1..=LIST_LIMIT_MAX).contains(&limit) {
         return Err(ApiError::Validation(format!(
@@ -339,7 +339,7 @@ pub async fn fetch(
     Authenticated(agent): Authenticated,
     ApiPath((collection, id)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<MemoryResponse>> {
-    let name = existing_collection(&collection)?;
+    let name = readable(&state, &agent, &collection)?;
     let memory = state.service.get_memory(&agent.tenant_id, &name, &id)?;
     Ok(Json(MemoryResponse::from(&*memory)))
 }
@@ -356,7 +356,7 @@ pub async fn patch(
     ApiPath((collection, id)): ApiPath<(String, String)>,
     ApiJson(request): ApiJson<PatchMemoryRequest>,
 ) -> ApiResult<Json<MemoryResponse>> {
-    let name = existing_collection(&collection)?;
+    let name = writable(&state, &agent, &collection)?;
     let patch = request.validate()?;
     let memory = state
         .service
@@ -375,7 +375,7 @@ pub async fn remove(
     Writer(agent): Writer,
     ApiPath((collection, id)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    let name = existing_collection(&collection)?;
+    let name = writable(&state, &agent, &collection)?;
     state
         .service
         .delete_memory(&agent.tenant_id, &name, &id)
@@ -395,8 +395,8 @@ pub async fn move_to(
     ApiPath((collection, id)): ApiPath<(String, String)>,
     ApiJson(request): ApiJson<MoveMemoryRequest>,
 ) -> ApiResult<Json<MemoryResponse>> {
-    let from = existing_collection(&collection)?;
-    let to = collection_to_write(&request.to_collection)?;
+    let from = writable(&state, &agent, &collection)?;
+    let to = writable_or_new(&state, &agent, &request.to_collection)?;
     let memory = state
         .service
         .move_memory(&agent.tenant_id, &from, &id, &to)
@@ -416,7 +416,7 @@ pub async fn pin(
     ApiPath((collection, id)): ApiPath<(String, String)>,
     ApiJson(request): ApiJson<PinRequest>,
 ) -> ApiResult<Json<MemoryResponse>> {
-    let name = existing_collection(&collection)?;
+    let name = writable(&state, &agent, &collection)?;
     let memory = state
         .service
         .set_pinned(&agent.tenant_id, &name, &id, request.pinned)
@@ -436,7 +436,7 @@ pub async fn archive(
     ApiPath((collection, id)): ApiPath<(String, String)>,
     ApiJson(request): ApiJson<ArchiveRequest>,
 ) -> ApiResult<Json<MemoryResponse>> {
-    let name = existing_collection(&collection)?;
+    let name = writable(&state, &agent, &collection)?;
     let memory = state
         .service
         .set_archived(&agent.tenant_id, &name, &id, request.archived)

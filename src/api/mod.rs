@@ -2,17 +2,23 @@
 //! nests them and adds the layers.
 
 pub mod admin;
+pub mod audit;
 pub mod auth;
 pub mod collections;
 pub mod extract;
+pub mod grants;
 pub mod graph;
 pub mod keys;
 pub mod maintenance;
 pub mod memories;
+pub mod metrics;
 pub mod openapi;
+pub mod operator;
 pub mod public;
+pub mod ratelimit;
 pub mod search;
 pub mod settings;
+pub mod webhooks;
 
 use std::sync::Arc;
 
@@ -27,6 +33,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::error::ApiError;
+use ratelimit::RateLimits;
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -39,15 +46,23 @@ pub struct AppState {
     pub pageviews: Arc<Pageviews>,
     /// Largest request body accepted; reported in the account's limits.
     pub max_body_bytes: usize,
+    /// Per-key request limits and their counters.
+    pub rate_limits: Arc<RateLimits>,
 }
 
 impl AppState {
-    pub fn new(service: Memvault, status: Arc<StatusMonitor>, max_body_bytes: usize) -> Self {
+    pub fn new(
+        service: Memvault,
+        status: Arc<StatusMonitor>,
+        max_body_bytes: usize,
+        rate_limits: RateLimits,
+    ) -> Self {
         Self {
             service,
             status,
             pageviews: Arc::new(Pageviews::default()),
             max_body_bytes,
+            rate_limits: Arc::new(rate_limits),
         }
     }
 }
@@ -58,22 +73,38 @@ pub fn router(state: AppState) -> Router {
         .merge(public::routes())
         .merge(openapi::routes())
         .merge(admin::routes())
+        .merge(audit::routes())
         .merge(collections::routes())
         .merge(memories::routes())
         .merge(search::routes())
         .merge(graph::routes())
         .merge(keys::routes())
+        .merge(grants::routes())
         .merge(maintenance::routes())
+        .merge(operator::routes())
         .merge(settings::routes())
+        .merge(webhooks::routes())
         .fallback(fallback)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            audit::record,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            ratelimit::limit,
+        ))
         .layer(CatchPanicLayer::custom(
             |_panic: Box<dyn std::any::Any + Send>| {
                 ApiError::Internal("a request handler panicked".to_owned()).into_response()
             },
         ))
         .layer(TraceLayer::new_for_http())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::record_request,
+        ))
         .with_state(state)
 }
 

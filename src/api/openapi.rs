@@ -6,7 +6,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    admin, collections, graph, keys, maintenance, memories, public, search, settings, AppState,
+    admin, audit, collections, grants, graph, keys, maintenance, memories, operator, public,
+    search, settings, webhooks, AppState,
 };
 use crate::error::ErrorBody;
 
@@ -30,7 +31,11 @@ use crate::error::ErrorBody;
         settings::get_spend_cap, settings::put_spend_cap,
         maintenance::dedup, maintenance::archive_stale, maintenance::health, maintenance::summary,
         maintenance::memory_health,
+        operator::metrics, operator::usage, operator::connectors, operator::connector_status,
+        operator::analytics, audit::audit,
         keys::list, keys::create, keys::revoke, keys::agents, keys::rotate,
+        webhooks::fetch, webhooks::put, webhooks::remove,
+        grants::upsert, grants::list, grants::remove,
     ),
     components(schemas(ErrorBody)),
     modifiers(&BearerAuth),
@@ -44,6 +49,9 @@ use crate::error::ErrorBody;
         (name = "settings", description = "Bring-your-own extraction LLM and the monthly spend cap"),
         (name = "keys", description = "API keys as agent identities: create, list, revoke, rotate"),
         (name = "maintenance", description = "Dedup, archive-stale, collection health and summary"),
+        (name = "webhooks", description = "Signed outbound webhooks for memory events"),
+        (name = "operator", description = "Admin-flagged tenants only: metrics, usage, connectors, analytics"),
+        (name = "grants", description = "Per-agent access to a collection: zero grants = open"),
     )
 )]
 pub struct ApiDoc;

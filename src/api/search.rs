@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Authenticated, Writer};
-use super::collections::existing_collection;
+use super::collections::{readable, writable};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -231,12 +231,9 @@ pub async fn search_collection(
     ApiPath(collection): ApiPath<String>,
     ApiJson(request): ApiJson<SearchRequest>,
 ) -> ApiResult<Json<SearchResponse>> {
-    let name = existing_collection(&collection)?;
+    let name = readable(&state, &agent, &collection)?;
     let query = request.validate()?;
-    let outcome = state
-        .service
-        .search(&agent.tenant_id, Some(&name), query)
-        .await?;
+    let outcome = state.service.search(&agent, Some(&name), query).await?;
     Ok(Json(SearchResponse::new(outcome, false)))
 }
 
@@ -252,7 +249,7 @@ pub async fn search_tenant(
     ApiJson(request): ApiJson<SearchRequest>,
 ) -> ApiResult<Json<SearchResponse>> {
     let query = request.validate()?;
-    let outcome = state.service.search(&agent.tenant_id, None, query).await?;
+    let outcome = state.service.search(&agent, None, query).await?;
     Ok(Json(SearchResponse::new(outcome, true)))
 }
 
@@ -278,7 +275,7 @@ pub async fn related(
     ApiPath((collection, id)): ApiPath<(String, String)>,
     ApiQuery(query): ApiQuery<RelatedQuery>,
 ) -> ApiResult<Json<SearchResponse>> {
-    let name = existing_collection(&collection)?;
+    let name = readable(&state, &agent, &collection)?;
     let limit = validate_limit(query.limit, RELATED_LIMIT_DEFAULT, SEARCH_LIMIT_MAX)?;
     let min_score = validate_score(query.min_score, RELATED_MIN_SCORE_DEFAULT)?;
     let outcome = state
@@ -320,7 +317,7 @@ pub async fn forget(
     ApiPath(collection): ApiPath<String>,
     ApiJson(request): ApiJson<ForgetRequest>,
 ) -> ApiResult<Json<ForgetResponse>> {
-    let name = existing_collection(&collection)?;
+    let name = writable(&state, &agent, &collection)?;
     let query = validate_query(request.query)?;
     let min_score = validate_score(request.min_score, FORGET_MIN_SCORE_DEFAULT)?;
     let limit = validate_limit(request.limit, FORGET_LIMIT_DEFAULT, FORGET_LIMIT_MAX)?;

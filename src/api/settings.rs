@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::auth::{Authenticated, Writer};
+use super::auth::{Authenticated, Owner};
 use super::extract::ApiJson;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -125,7 +125,7 @@ pub async fn get_extraction(
     security(("bearer" = [])))]
 pub async fn put_extraction(
     State(state): State<AppState>,
-    Writer(agent): Writer,
+    Owner(agent): Owner,
     ApiJson(request): ApiJson<ExtractionConfigRequest>,
 ) -> ApiResult<Json<ExtractionConfigResponse>> {
     let input = request.validate()?;
@@ -143,7 +143,7 @@ pub async fn put_extraction(
     security(("bearer" = [])))]
 pub async fn delete_extraction(
     State(state): State<AppState>,
-    Writer(agent): Writer,
+    Owner(agent): Owner,
 ) -> ApiResult<StatusCode> {
     state.service.clear_extraction_llm(&agent.tenant_id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -227,7 +227,7 @@ pub async fn get_spend_cap(
     security(("bearer" = [])))]
 pub async fn put_spend_cap(
     State(state): State<AppState>,
-    Writer(agent): Writer,
+    Owner(agent): Owner,
     ApiJson(request): ApiJson<SpendCapRequest>,
 ) -> ApiResult<Json<SpendCapResponse>> {
     let cap = match request.monthly_usd {

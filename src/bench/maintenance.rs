@@ -28,7 +28,7 @@ const DEDUP_THRESHOLD: f32 = 0.95;
 
 /// For each text, a pseudo-random unit vector seeded by the text's FNV-1a hash: identical
 /// texts get identical vectors, different texts nearly orthogonal ones.
-struct SeededVectors;
+pub(super) struct SeededVectors;
 
 impl Embedder for SeededVectors {
     fn model_name(&self) -> &str {

@@ -7,13 +7,15 @@
 //! disk; the cold start with N memories; and the write path without the model (an
 //! in-process service fed the vectors the first run stored). Numbers are printed, never
 //! asserted. `--maintenance` instead times health, summary, dedup and archive-stale on an
-//! in-process service (see `maintenance`).
+//! in-process service (see `maintenance`); `--rate-limit` what the per-key rate limiter
+//! costs (see `ratelimit`).
 
 mod corpus;
 mod embedder;
 mod ingest;
 mod maintenance;
 mod process;
+mod ratelimit;
 mod stats;
 
 use std::path::PathBuf;
@@ -70,6 +72,10 @@ pub struct BenchArgs {
     /// service loaded with --memories memories and seeded random vectors, then stop.
     #[arg(long, conflicts_with_all = ["existing_data", "embedder_only"])]
     pub maintenance: bool,
+    /// Only measure what per-key rate limiting costs (the limiter alone and a request
+    /// through the router with it on and off), then stop.
+    #[arg(long, conflicts_with_all = ["existing_data", "embedder_only", "maintenance"])]
+    pub rate_limit: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +103,9 @@ pub fn run(args: BenchArgs) -> Result<(), BenchError> {
 async fn bench(args: BenchArgs) -> Result<(), BenchError> {
     if args.maintenance {
         return maintenance::run(&args).await;
+    }
+    if args.rate_limit {
+        return ratelimit::run().await;
     }
     let corpus = Corpus::load(&args.corpus)?;
     if let Some(existing) = &args.existing_data {

@@ -6,7 +6,8 @@
 //!   identifiers every store call takes ([`TenantId`], [`CollectionName`]).
 //! - [`store`]: the narrow traits the rest of memvault persists through
 //!   ([`MetaStore`] for tenants, keys and collections; [`MemoryStore`] for memories and
-//!   their embeddings). Postgres will implement them next to sled.
+//!   their embeddings; [`JobStore`] for extraction jobs; [`OutboxStore`] for webhook
+//!   deliveries not yet delivered). Postgres will implement them next to sled.
 //! - [`sled_store`]: the embedded default, one sled directory under the data dir.
 //! - [`store_suite`]: one behavioural test suite, run against every implementation.
 //!
@@ -23,8 +24,9 @@ pub use crypto::{CryptoError, SecretBox};
 pub use error::StorageError;
 pub use records::{
     ApiKeyRecord, CollectionName, CollectionRecord, CreatedBy, ExtractJobRecord,
-    ExtractionLlmRecord, JobState, MemoryRecord, RememberedFact, StoredMemory, TenantId,
-    TenantRecord, TenantSettings, UsageRow,
+    ExtractionLlmRecord, GrantRecord, JobState, MemoryRecord, RememberedFact, StoredMemory,
+    TenantId, TenantRecord, TenantSettings, UsageRow,
 };
+pub use records::{AuditEntry, OutboxDelivery, WebhookRecord};
 pub use sled_store::SledStore;
-pub use store::{JobStore, MemoryStore, MetaStore, Store};
+pub use store::{AuditStore, JobStore, MemoryStore, MetaStore, OutboxStore, Store};

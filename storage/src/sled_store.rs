@@ -1,8 +1,10 @@
 //! The embedded default: one sled database.
 //!
-//! Two trees. `tenants` maps a tenant id to its record. `data` holds everything else under
-//! keys that start with the tenant id, so that no key of one tenant can be read through
-//! another's prefix:
+//! Three trees. `tenants` maps a tenant id to its record. `outbox` holds the webhook
+//! deliveries not yet delivered under `{tenant}/{delivery}` (a tree of its own, so that
+//! loading every pending delivery at start-up scans only those; a tenant's are found by
+//! its prefix). `data` holds everything else under keys that start with the tenant id, so
+//! that no key of one tenant can be read through another's prefix:
 //!
 //! ```text
 //! {tenant}/k/{key_id}                 API key record (JSON)
@@ -13,6 +15,7 @@
 //! {tenant}/u/{month}/{purpose}/{own}/{model}  LLM usage row (JSON)
 //! {tenant}/j/{job}                    extraction job (JSON)
 //! {tenant}/q/{job}                    present while the job is unfinished (empty value)
+//! {tenant}/a/{entry}                  audit entry (JSON); ids are UUID v7, so by time
 //! ```
 //!
 //! A collection and its memories live in one tree, so deleting a collection or moving a
@@ -26,10 +29,10 @@ use sled::{Batch, Db, Tree};
 
 use crate::error::{Result, StorageError};
 use crate::records::{
-    ApiKeyRecord, CollectionName, CollectionRecord, ExtractJobRecord, MemoryRecord, StoredMemory,
-    TenantId, TenantRecord, TenantSettings, UsageRow,
+    ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, ExtractJobRecord, MemoryRecord,
+    OutboxDelivery, StoredMemory, TenantId, TenantRecord, TenantSettings, UsageRow,
 };
-use crate::store::{JobStore, MemoryStore, MetaStore};
+use crate::store::{AuditStore, JobStore, MemoryStore, MetaStore, OutboxStore};
 
 pub struct SledStore {
     db: Db,
@@ -37,6 +40,8 @@ pub struct SledStore {
     tenants: Tree,
     /// Every per-tenant record, under tenant-prefixed keys (see the module docs).
     data: Tree,
+    /// Webhook deliveries not yet delivered, under `{tenant}/{delivery}`.
+    outbox: Tree,
 }
 
 impl SledStore {
@@ -47,7 +52,13 @@ impl SledStore {
             .open()?;
         let tenants = db.open_tree("tenants")?;
         let data = db.open_tree("data")?;
-        Ok(Self { db, tenants, data })
+        let outbox = db.open_tree("outbox")?;
+        Ok(Self {
+            db,
+            tenants,
+            data,
+            outbox,
+        })
     }
 
     /// Bytes the whole database takes on disk.
@@ -95,6 +106,14 @@ fn job_key(tenant: &TenantId, id: &str) -> String {
 
 fn queue_key(tenant: &TenantId, id: &str) -> String {
     format!("{tenant}/q/{id}")
+}
+
+fn delivery_key(tenant: &TenantId, id: &str) -> String {
+    format!("{tenant}/{id}")
+}
+
+fn audit_prefix(tenant: &TenantId) -> String {
+    format!("{tenant}/a/")
 }
 
 fn decode_json<T: DeserializeOwned>(key: &[u8], value: &[u8]) -> Result<T> {
@@ -409,5 +428,110 @@ impl MemoryStore for SledStore {
         );
         self.data.apply_batch(batch)?;
         self.flush()
+    }
+}
+
+impl OutboxStore for SledStore {
+    fn put_delivery(&self, delivery: &OutboxDelivery) -> Result<()> {
+        self.outbox.insert(
+            delivery_key(&delivery.tenant_id, &delivery.id),
+            serde_json::to_vec(delivery)?,
+        )?;
+        self.flush()
+    }
+
+    fn delivery(&self, tenant: &TenantId, id: &str) -> Result<Option<OutboxDelivery>> {
+        let key = delivery_key(tenant, id);
+        match self.outbox.get(key.as_bytes())? {
+            Some(value) => Ok(Some(decode_json(key.as_bytes(), &value)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn pending_deliveries(&self) -> Result<Vec<OutboxDelivery>> {
+        let mut deliveries = self
+            .outbox
+            .iter()
+            .map(|entry| {
+                let (key, value) = entry?;
+                decode_json::<OutboxDelivery>(&key, &value)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        deliveries.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(deliveries)
+    }
+
+    fn delete_delivery(&self, tenant: &TenantId, id: &str) -> Result<()> {
+        self.outbox.remove(delivery_key(tenant, id))?;
+        self.flush()
+    }
+
+    fn delete_deliveries_of(&self, tenant: &TenantId) -> Result<usize> {
+        let mut batch = Batch::default();
+        let mut removed = 0;
+        for entry in self.outbox.scan_prefix(format!("{tenant}/")) {
+            let (key, _) = entry?;
+            batch.remove(key);
+            removed += 1;
+        }
+        if removed > 0 {
+            self.outbox.apply_batch(batch)?;
+            self.flush()?;
+        }
+        Ok(removed)
+    }
+}
+
+impl AuditStore for SledStore {
+    fn append_audit(&self, entries: &[AuditEntry]) -> Result<()> {
+        let mut batch = Batch::default();
+        for entry in entries {
+            let key = format!("{}{}", audit_prefix(&entry.tenant_id), entry.id);
+            batch.insert(key.as_bytes(), serde_json::to_vec(entry)?);
+        }
+        self.data.apply_batch(batch)?;
+        self.flush()
+    }
+
+    fn audit(
+        &self,
+        tenant: &TenantId,
+        since: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>> {
+        let mut entries = Vec::new();
+        for item in self.data.scan_prefix(audit_prefix(tenant)).rev() {
+            if entries.len() >= limit {
+                break;
+            }
+            let (key, value) = item?;
+            let entry: AuditEntry = decode_json(&key, &value)?;
+            if entry.at < since {
+                break;
+            }
+            entries.push(entry);
+        }
+        Ok(entries)
+    }
+
+    fn prune_audit(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize> {
+        let mut batch = Batch::default();
+        let mut pruned = 0;
+        for tenant in self.tenants()? {
+            for item in self.data.scan_prefix(audit_prefix(&tenant.id)) {
+                let (key, value) = item?;
+                let entry: AuditEntry = decode_json(&key, &value)?;
+                if entry.at >= before {
+                    break;
+                }
+                batch.remove(key);
+                pruned += 1;
+            }
+        }
+        if pruned > 0 {
+            self.data.apply_batch(batch)?;
+            self.flush()?;
+        }
+        Ok(pruned)
     }
 }

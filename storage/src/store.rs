@@ -4,8 +4,8 @@
 
 use crate::error::Result;
 use crate::records::{
-    ApiKeyRecord, CollectionName, CollectionRecord, ExtractJobRecord, StoredMemory, TenantId,
-    TenantRecord, TenantSettings, UsageRow,
+    ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, ExtractJobRecord, OutboxDelivery,
+    StoredMemory, TenantId, TenantRecord, TenantSettings, UsageRow,
 };
 
 /// Tenants, their API keys and their collections.
@@ -81,7 +81,37 @@ pub trait MemoryStore: Send + Sync + 'static {
     ) -> Result<()>;
 }
 
-/// Everything the service persists; one value of it is shared by all actors.
-pub trait Store: MetaStore + MemoryStore + JobStore {}
+/// The webhook outbox: events waiting to be delivered, persisted before the first attempt
+/// so that a delivery pending at a crash is sent after the restart.
+pub trait OutboxStore: Send + Sync + 'static {
+    /// Inserts or replaces the delivery with this tenant and id.
+    fn put_delivery(&self, delivery: &OutboxDelivery) -> Result<()>;
+    fn delivery(&self, tenant: &TenantId, id: &str) -> Result<Option<OutboxDelivery>>;
+    /// Every pending delivery of every tenant, oldest (`created_at`, then id) first.
+    fn pending_deliveries(&self) -> Result<Vec<OutboxDelivery>>;
+    /// Removes one delivery; an absent one is not an error.
+    fn delete_delivery(&self, tenant: &TenantId, id: &str) -> Result<()>;
+    /// Removes every pending delivery of a tenant (its webhook was deleted, or the tenant
+    /// is); returns how many there were.
+    fn delete_deliveries_of(&self, tenant: &TenantId) -> Result<usize>;
+}
 
-impl<T: MetaStore + MemoryStore + JobStore> Store for T {}
+/// Each tenant's audit log: appended in batches, read newest first, pruned by age.
+pub trait AuditStore: Send + Sync + 'static {
+    /// Appends entries (of any tenants) in one durable write.
+    fn append_audit(&self, entries: &[AuditEntry]) -> Result<()>;
+    /// The tenant's entries at or after `since`, newest first, at most `limit`.
+    fn audit(
+        &self,
+        tenant: &TenantId,
+        since: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>>;
+    /// Removes every tenant's entries older than `before` (the caller's retention).
+    fn prune_audit(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize>;
+}
+
+/// Everything the service persists; one value of it is shared by all actors.
+pub trait Store: MetaStore + MemoryStore + JobStore + OutboxStore + AuditStore {}
+
+impl<T: MetaStore + MemoryStore + JobStore + OutboxStore + AuditStore> Store for T {}

@@ -8,9 +8,10 @@ use serde_json::json;
 
 use crate::records::{
     ApiKeyRecord, CollectionName, CollectionRecord, CreatedBy, ExtractJobRecord,
-    ExtractionLlmRecord, JobState, MemoryRecord, RememberedFact, StoredMemory, TenantId,
-    TenantRecord, TenantSettings, UsageRow,
+    ExtractionLlmRecord, GrantRecord, JobState, MemoryRecord, RememberedFact, StoredMemory,
+    TenantId, TenantRecord, TenantSettings, UsageRow,
 };
+use crate::records::{AuditEntry, OutboxDelivery, WebhookRecord};
 use crate::store::Store;
 
 /// Runs every check against an empty store.
@@ -27,6 +28,8 @@ pub fn run_all(store: &dyn Store) {
     settings_default_then_round_trip(store);
     usage_adds_up_per_row(store);
     jobs_leave_the_queue_when_finished(store);
+    outbox_keeps_deliveries_until_deleted(store);
+    audit_is_per_tenant_newest_first_and_pruned_by_age(store);
 }
 
 pub fn sample_tenant(name: &str) -> TenantRecord {
@@ -48,6 +51,12 @@ pub fn sample_collection(name: &str) -> CollectionRecord {
         metadata: json!({"owner": "suite"}).as_object().unwrap().clone(),
         created_at: now,
         updated_at: now,
+        grants: vec![GrantRecord {
+            agent_key_id: "key_suite".to_owned(),
+            can_read: true,
+            can_write: false,
+            updated_at: now,
+        }],
     }
 }
 
@@ -125,6 +134,7 @@ pub fn api_keys_are_per_tenant(store: &dyn Store) {
         key_hash: "ab".repeat(32),
         display_prefix: "mv_abcd".to_owned(),
         read_only: false,
+        owner: true,
         created_at: Utc::now(),
         revoked_at: None,
         expires_at: None,
@@ -289,6 +299,11 @@ pub fn settings_default_then_round_trip(store: &dyn Store) {
             updated_at: Utc::now(),
         }),
         spend_cap_usd: Some(2.5),
+        webhook: Some(WebhookRecord {
+            url: "https://hooks.example.com/memvault".to_owned(),
+            secret_sealed: "v1:sealed-secret".to_owned(),
+            created_at: Utc::now(),
+        }),
     };
     store.put_tenant_settings(&tenant.id, &settings).unwrap();
     assert_eq!(store.tenant_settings(&tenant.id).unwrap(), settings);
@@ -388,4 +403,121 @@ pub fn jobs_leave_the_queue_when_finished(store: &dyn Store) {
     );
     assert!(store.job(&tenant.id, "job-a").unwrap().is_none());
     assert!(store.job(&tenant.id, "job-b").unwrap().is_some());
+}
+
+pub fn outbox_keeps_deliveries_until_deleted(store: &dyn Store) {
+    let (first, second) = (sample_tenant("outbox-a"), sample_tenant("outbox-b"));
+    let at = |second: u32| Utc.with_ymd_and_hms(2026, 4, 1, 0, 0, second).unwrap();
+    let delivery = |tenant: &TenantRecord, id: &str, second: u32| OutboxDelivery {
+        id: id.to_owned(),
+        tenant_id: tenant.id.clone(),
+        event: "memory.created".to_owned(),
+        body: format!(r#"{{"id":"{id}","event":"memory.created"}}"#),
+        attempts: 0,
+        next_attempt_at: at(second),
+        created_at: at(second),
+    };
+    let ours = |deliveries: Vec<OutboxDelivery>| {
+        deliveries
+            .into_iter()
+            .filter(|delivery| delivery.id.starts_with("dlv-"))
+            .map(|delivery| delivery.id)
+            .collect::<Vec<_>>()
+    };
+    store.put_delivery(&delivery(&first, "dlv-3", 3)).unwrap();
+    store.put_delivery(&delivery(&second, "dlv-1", 1)).unwrap();
+    store.put_delivery(&delivery(&first, "dlv-2", 2)).unwrap();
+    assert_eq!(
+        ours(store.pending_deliveries().unwrap()),
+        vec!["dlv-1", "dlv-2", "dlv-3"],
+        "pending deliveries come oldest first, across tenants"
+    );
+    let mut retried = delivery(&first, "dlv-2", 2);
+    retried.attempts = 2;
+    retried.next_attempt_at = at(40);
+    store.put_delivery(&retried).unwrap();
+    assert_eq!(
+        store.delivery(&first.id, "dlv-2").unwrap(),
+        Some(retried.clone()),
+        "put of an existing delivery must replace it"
+    );
+    assert_eq!(
+        store.delivery(&second.id, "dlv-2").unwrap(),
+        None,
+        "a delivery is found only under its own tenant"
+    );
+    store.delete_delivery(&first.id, "dlv-3").unwrap();
+    store.delete_delivery(&first.id, "never-there").unwrap();
+    assert_eq!(
+        ours(store.pending_deliveries().unwrap()),
+        vec!["dlv-1", "dlv-2"]
+    );
+    assert_eq!(store.delete_deliveries_of(&first.id).unwrap(), 1);
+    assert_eq!(store.delete_deliveries_of(&first.id).unwrap(), 0);
+    assert_eq!(ours(store.pending_deliveries().unwrap()), vec!["dlv-1"]);
+    assert_eq!(
+        store.delivery(&second.id, "dlv-1").unwrap(),
+        Some(delivery(&second, "dlv-1", 1))
+    );
+}
+
+fn audit_entry(tenant: &TenantRecord, minutes_ago: i64, action: &str) -> AuditEntry {
+    let at = Utc::now() - chrono::Duration::minutes(minutes_ago);
+    AuditEntry {
+        id: uuid::Uuid::new_v7(uuid::Timestamp::from_unix(
+            uuid::NoContext,
+            at.timestamp() as u64,
+            at.timestamp_subsec_nanos(),
+        ))
+        .to_string(),
+        tenant_id: tenant.id.clone(),
+        at,
+        agent_id: "key_1".to_owned(),
+        agent_label: "default".to_owned(),
+        action: action.to_owned(),
+        method: "POST".to_owned(),
+        resource: "/v1/memory/collections/notes/memories".to_owned(),
+        status: 201,
+        outcome: "success".to_owned(),
+    }
+}
+
+pub fn audit_is_per_tenant_newest_first_and_pruned_by_age(store: &dyn Store) {
+    let owner = sample_tenant("audit-owner");
+    let other = sample_tenant("audit-other");
+    store.put_tenant(&owner).unwrap();
+    store.put_tenant(&other).unwrap();
+    let old = audit_entry(&owner, 60 * 24 * 100, "memory.create");
+    let middle = audit_entry(&owner, 60, "grant.put");
+    let newest = audit_entry(&owner, 1, "key.revoke");
+    let foreign = audit_entry(&other, 1, "memory.delete");
+    store
+        .append_audit(&[middle.clone(), foreign.clone(), old.clone()])
+        .unwrap();
+    store.append_audit(std::slice::from_ref(&newest)).unwrap();
+    let long_ago = Utc::now() - chrono::Duration::days(365);
+    assert_eq!(
+        store.audit(&owner.id, long_ago, 10).unwrap(),
+        vec![newest.clone(), middle.clone(), old.clone()]
+    );
+    assert_eq!(
+        store.audit(&owner.id, long_ago, 2).unwrap(),
+        vec![newest.clone(), middle.clone()]
+    );
+    let yesterday = Utc::now() - chrono::Duration::days(1);
+    assert_eq!(
+        store.audit(&owner.id, yesterday, 10).unwrap(),
+        vec![newest.clone(), middle.clone()]
+    );
+    assert_eq!(
+        store.audit(&other.id, long_ago, 10).unwrap(),
+        vec![foreign.clone()]
+    );
+    let cutoff = Utc::now() - chrono::Duration::days(90);
+    assert_eq!(store.prune_audit(cutoff).unwrap(), 1);
+    assert_eq!(
+        store.audit(&owner.id, long_ago, 10).unwrap(),
+        vec![newest, middle]
+    );
+    assert_eq!(store.audit(&other.id, long_ago, 10).unwrap(), vec![foreign]);
 }

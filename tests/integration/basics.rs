@@ -116,10 +116,16 @@ fn openapi_is_3_1_and_describes_every_route() {
         ("/v1/memory/collections/{collection}/health", &["get"]),
         ("/v1/memory/collections/{collection}/summary", &["get"]),
         ("/v1/memory/admin/memory-health", &["get"]),
+        ("/v1/memory/admin/metrics", &["get"]),
+        ("/v1/memory/admin/usage", &["get"]),
+        ("/v1/memory/admin/connectors", &["get"]),
+        ("/v1/memory/admin/connectors/status", &["get"]),
+        ("/v1/memory/admin/analytics", &["get"]),
         ("/v1/memory/keys", &["get", "post"]),
         ("/v1/memory/keys/{key_id}", &["delete"]),
         ("/v1/memory/agents", &["get"]),
         ("/v1/memory/admin/rotate-key", &["post"]),
+        ("/v1/memory/webhook/config", &["get", "put", "delete"]),
     ] {
         for method in methods {
             assert!(

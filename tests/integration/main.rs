@@ -4,14 +4,18 @@
 //! fresh tenant each; tests of the process itself (crash safety, start-up contract,
 //! signals) spawn the real binary.
 
+mod access;
 mod basics;
 mod collections;
 mod durability;
 mod graph;
+mod isolation;
 mod keys;
 mod llm;
 mod maintenance;
 mod memories;
+mod operator;
 mod search;
 mod startup;
 mod support;
+mod webhooks;

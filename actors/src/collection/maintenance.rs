@@ -115,7 +115,7 @@ pub(super) async fn dedup(
     blocking(move || store.delete_memories(&tenant, &name, &ids)).await?;
     let mut keys = Vec::with_capacity(doomed.len());
     for id in &doomed {
-        if let Some(removed) = state.current.remove(id) {
+        if let Some(removed) = state.take_current(id) {
             keys.push(removed.index_key);
         }
     }
@@ -152,7 +152,7 @@ pub(super) async fn archive_stale(
     );
     blocking(move || store.put_memories(&tenant, &name, &stored)).await?;
     for record in records {
-        state.current.insert(record);
+        state.put_current(record);
     }
     state.publish();
     Ok(ids)

@@ -67,7 +67,8 @@ pub enum CollectionMessage {
         max: usize,
         reply: RpcReplyPort<Result<Vec<String>>>,
     },
-    /// Deletes the collection and all its memories from the store, then stops.
+    /// Deletes the collection and all its memories from the store, then stops. Emits no
+    /// webhook event (see the module docs of `collection`).
     Destroy { reply: RpcReplyPort<Result<()>> },
     /// Timer tick: commit pending text-index writes, save vectors when enough changed.
     Maintain,

@@ -6,6 +6,15 @@
 //! store, and the tenant actor restarts it with the state reloaded from the store. An index
 //! error fails it too, after the (already durable) write is acknowledged: the restart
 //! catches the indexes up from the store.
+//!
+//! Webhook events: every change to the working snapshot goes through
+//! `CollectionState::put_current` / `take_current`, which queue one event per memory
+//! (an id new to the collection is `memory.created`, an existing one `memory.updated`, a
+//! removal `memory.deleted`); `publish` hands them to the [`MemoryEventSink`], after the
+//! store write succeeded and together with the snapshot readers see. A move is a delete
+//! in the source (`Evict`) and a create in the target (`Adopt`). Deleting a whole
+//! collection (`Destroy`) emits nothing: it is not a change of any one memory, and a
+//! receiver is not flooded with one event per memory.
 
 mod health;
 mod maintenance;
@@ -32,6 +41,7 @@ use crate::call::blocking;
 use crate::error::{Error, Result};
 use crate::index::{CollectionIndexes, IndexError, IndexInput, IndexSettings};
 use crate::memory::MemoryChange;
+use crate::webhooks::{MemoryEventKind, MemoryEventSink};
 
 /// How often pending text-index writes are committed when no search forces it.
 const MAINTAIN_EVERY: Duration = Duration::from_secs(1);
@@ -42,6 +52,8 @@ pub struct CollectionArgs {
     pub handle: Arc<CollectionHandle>,
     pub store: Arc<dyn Store>,
     pub indexing: Arc<IndexSettings>,
+    /// Where changed memories are reported (webhooks); `None` reports nothing.
+    pub events: Option<MemoryEventSink>,
 }
 
 pub struct CollectionState {
@@ -60,6 +72,10 @@ pub struct CollectionState {
     /// Set once the collection is deleted: nothing is flushed on stop.
     destroyed: bool,
     ticker: Option<tokio::task::JoinHandle<()>>,
+    /// Where changed memories are reported at publish (webhooks).
+    events: Option<MemoryEventSink>,
+    /// Changes since the last publish, reported by it; empty without `events`.
+    pending_events: Vec<(MemoryEventKind, Arc<MemoryRecord>)>,
 }
 
 impl CollectionState {
@@ -74,6 +90,37 @@ impl CollectionState {
     fn publish(&mut self) {
         self.current.version += 1;
         self.handle.snapshot.store(Arc::new(self.current.clone()));
+        if let Some(events) = &self.events {
+            for (kind, memory) in self.pending_events.drain(..) {
+                events.emit(&self.handle.tenant, &self.handle.name, kind, memory);
+            }
+        }
+    }
+
+    /// Puts a memory that is durably written into the working snapshot and queues its
+    /// event: `memory.created` for an id new to the collection, else `memory.updated`.
+    fn put_current(&mut self, record: Arc<MemoryRecord>) {
+        let kind = if self.current.memories.contains_key(&record.id) {
+            MemoryEventKind::Updated
+        } else {
+            MemoryEventKind::Created
+        };
+        self.current.insert(record.clone());
+        self.queue_event(kind, record);
+    }
+
+    /// Removes a memory that is durably deleted (or moved away) from the working
+    /// snapshot and queues `memory.deleted`.
+    fn take_current(&mut self, id: &str) -> Option<Arc<MemoryRecord>> {
+        let removed = self.current.remove(id)?;
+        self.queue_event(MemoryEventKind::Deleted, removed.clone());
+        Some(removed)
+    }
+
+    fn queue_event(&mut self, kind: MemoryEventKind, memory: Arc<MemoryRecord>) {
+        if self.events.is_some() {
+            self.pending_events.push((kind, memory));
+        }
     }
 
     fn not_found(&self, id: &str) -> Error {
@@ -240,6 +287,8 @@ impl Actor for CollectionActor {
             index_failure: None,
             destroyed: false,
             ticker: None,
+            events: args.events,
+            pending_events: Vec::new(),
         };
         state.publish();
         Ok(state)
@@ -348,7 +397,7 @@ impl Actor for CollectionActor {
                 settle(reply, result, state)
             }
             CollectionMessage::Evict { id, reply } => {
-                if let Some(removed) = state.current.remove(&id) {
+                if let Some(removed) = state.take_current(&id) {
                     state.publish();
                     let key = removed.index_key;
                     state.index(move |indexes| indexes.remove(key)).await;
@@ -413,7 +462,7 @@ async fn insert(
     blocking(move || store.put_memories(&tenant, &name, &persisted)).await?;
     state.index_new(memories).await;
     for record in &records {
-        state.current.insert(record.clone());
+        state.put_current(record.clone());
     }
     state.publish();
     Ok(records)
@@ -487,7 +536,7 @@ async fn update(
             })
             .await;
     }
-    state.current.insert(updated.clone());
+    state.put_current(updated.clone());
     state.publish();
     Ok(updated)
 }
@@ -503,7 +552,7 @@ async fn delete(state: &mut CollectionState, id: String) -> Result<()> {
         id.clone(),
     );
     blocking(move || store.delete_memories(&tenant, &name, &[key])).await?;
-    if let Some(removed) = state.current.remove(&id) {
+    if let Some(removed) = state.take_current(&id) {
         let key = removed.index_key;
         state.index(move |indexes| indexes.remove(key)).await;
     }
@@ -536,7 +585,7 @@ async fn adopt(
             )
         })
         .await;
-    state.current.insert(record.clone());
+    state.put_current(record.clone());
     state.publish();
     Ok(record)
 }
@@ -627,7 +676,7 @@ async fn remember(
         state.index_new(Arc::new(created.clone())).await;
     }
     for memory in superseded.into_iter().chain(created) {
-        state.current.insert(Arc::new(memory.record));
+        state.put_current(Arc::new(memory.record));
     }
     if decisions.iter().any(Decision::stores) {
         state.publish();

@@ -6,6 +6,7 @@ use memvault_storage::{CollectionName, CollectionRecord, TenantId};
 use serde_json::{Map, Value};
 
 use super::Memvault;
+use crate::agent::Agent;
 use crate::error::Result;
 use crate::tenant::{CollectionEntry, TenantMessage};
 
@@ -26,12 +27,13 @@ impl From<&CollectionEntry> for CollectionView {
 }
 
 impl Memvault {
-    /// Every collection of the tenant, by name.
-    pub fn list_collections(&self, tenant: &TenantId) -> Result<Vec<CollectionView>> {
-        let snapshot = self.tenant_handle(tenant)?.snapshot();
+    /// Every collection of the tenant the agent may read, by name.
+    pub fn list_collections(&self, agent: &Agent) -> Result<Vec<CollectionView>> {
+        let snapshot = self.tenant_handle(&agent.tenant_id)?.snapshot();
         Ok(snapshot
             .collections
             .values()
+            .filter(|entry| self.may_read(agent, &entry.record))
             .map(CollectionView::from)
             .collect())
     }

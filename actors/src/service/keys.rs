@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use memvault_storage::{ApiKeyRecord, TenantId};
 
 use super::Memvault;
-use crate::agent::{generate_key_secret, new_key_record, Agent};
-use crate::error::Result;
+use crate::agent::{generate_key_secret, new_key_record, Agent, KeyRole};
+use crate::error::{Error, Result};
 use crate::tenant::TenantMessage;
 
 /// What a new key is created with.
@@ -27,13 +27,12 @@ impl Memvault {
         new: NewKey,
     ) -> Result<(Arc<ApiKeyRecord>, String)> {
         let secret = generate_key_secret();
-        let key = new_key_record(
-            &agent.tenant_id,
-            &new.label,
-            new.read_only,
-            &secret,
-            new.expires_at,
-        );
+        let role = if new.read_only {
+            KeyRole::ReadOnly
+        } else {
+            KeyRole::ReadWrite
+        };
+        let key = new_key_record(&agent.tenant_id, &new.label, role, &secret, new.expires_at);
         let key = self
             .call_tenant(&agent.tenant_id, |reply| TenantMessage::AddKey {
                 key,
@@ -67,7 +66,7 @@ impl Memvault {
         .await
     }
 
-    /// Replaces the caller's key with a new one of the same label, access and expiry; the
+    /// Replaces the caller's key with a new one of the same label, role and expiry; the
     /// old key is dead when this returns. Returns the new key and its secret.
     pub async fn rotate_key(&self, agent: &Agent) -> Result<(Arc<ApiKeyRecord>, String)> {
         let current = self
@@ -75,17 +74,15 @@ impl Memvault {
             .snapshot()
             .keys
             .get(&agent.key_id)
-            .cloned();
-        let (read_only, expires_at) = current
-            .map(|key| (key.read_only, key.expires_at))
-            .unwrap_or((agent.read_only, None));
+            .cloned()
+            .ok_or_else(|| Error::NotFound(format!("key '{}' not found", agent.key_id)))?;
         let secret = generate_key_secret();
         let new = new_key_record(
             &agent.tenant_id,
             &agent.label,
-            read_only,
+            KeyRole::of(&current),
             &secret,
-            expires_at,
+            current.expires_at,
         );
         let key_id = agent.key_id.clone();
         let key = self

@@ -28,7 +28,7 @@ impl Memvault {
         memories: Vec<NewMemory>,
     ) -> Result<Vec<Arc<MemoryRecord>>> {
         let texts = memories.iter().map(|memory| memory.text.clone()).collect();
-        let embeddings = self.inner.embedder.embed(texts).await?;
+        let embeddings = self.embed_texts(texts).await?;
         let handle = self.ensure_collection(&agent.tenant_id, collection).await?;
         let now = self.now();
         let created_by = CreatedBy {
@@ -102,7 +102,7 @@ impl Memvault {
         let current = self.get_memory(tenant, collection, id)?;
         let text = match patch.text {
             Some(text) if text != current.text => {
-                let embedding = self.inner.embedder.embed_one(text.clone()).await?;
+                let embedding = self.embed_text(text.clone()).await?;
                 Some((text, embedding))
             }
             _ => None,

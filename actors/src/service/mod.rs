@@ -2,15 +2,19 @@
 //! snapshots; writes embed first (off the actors, so concurrent requests batch together)
 //! and then make one call to the owning actor, with a timeout.
 
+pub mod access;
+mod audit;
 mod collections;
 pub mod intelligence;
 mod keys;
 mod maintenance;
 mod memories;
+mod operator;
 mod remember;
 mod search;
 mod settings;
 mod tenants;
+mod webhooks;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -20,26 +24,34 @@ use dashmap::DashMap;
 use memvault_storage::{CollectionName, Store, TenantId};
 use ractor::{Actor, ActorRef};
 
+pub use access::{Access, CollectionGrants};
 pub use collections::CollectionView;
 pub use intelligence::{IntelligenceConfig, ModelPrice, Purpose};
 pub use keys::NewKey;
 pub use maintenance::ServiceHealth;
 pub use memories::ListPage;
+pub use operator::{OperatorUsage, PurposeUsage, Signups};
 pub use remember::{Contradiction, Extractor, Profile, RememberInput, RememberOutcome};
 pub use settings::{ExtractionLlmInput, ExtractionLlmView, SpendView};
 pub use tenants::{BootstrapOutcome, NewTenant, TenantStats};
+pub use webhooks::{NewWebhook, WebhookView};
 
 use crate::agent::KeyDirectory;
+use crate::audit::AuditLog;
 use crate::call::{blocking, call_actor};
 use crate::clock::{Clock, SystemClock};
 use crate::collection::{CollectionHandle, CollectionMessage};
-use crate::embedding::EmbeddingService;
+use crate::embedding::{EmbeddingError, EmbeddingService};
 use crate::error::{Error, Result};
 use crate::extraction::{ExtractionArgs, ExtractionMessage, ExtractionSupervisor};
 use crate::index::IndexSettings;
+use crate::metrics::{Counter, Metrics, Stage};
 use crate::root::{RootActor, RootArgs, RootMessage};
 use crate::search::cache::SearchCaches;
 use crate::tenant::{CollectionEntry, TenantHandle, TenantMessage};
+use crate::webhooks::{
+    MemoryEventSink, WebhookActor, WebhookArgs, WebhookMessage, WebhookSettings,
+};
 
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
@@ -58,6 +70,10 @@ pub struct ServiceConfig {
     pub job_retention: Duration,
     /// What "now" is for timestamps, expiry and staleness.
     pub clock: Arc<dyn Clock>,
+    /// Outbound webhooks: SSRF guard, timeout, attempts and back-off.
+    pub webhooks: WebhookSettings,
+    /// Audit entries older than this are pruned.
+    pub audit_retention: Duration,
 }
 
 impl Default for ServiceConfig {
@@ -73,6 +89,8 @@ impl Default for ServiceConfig {
             extraction_workers: 2,
             job_retention: Duration::from_secs(7 * 24 * 3600),
             clock: Arc::new(SystemClock),
+            webhooks: WebhookSettings::default(),
+            audit_retention: Duration::from_secs(90 * 24 * 3600),
         }
     }
 }
@@ -94,6 +112,12 @@ struct Inner {
     intelligence: intelligence::Intelligence,
     /// The extraction queue's supervisor; set once it has started.
     extraction: OnceLock<ActorRef<ExtractionMessage>>,
+    /// Delivers memory events to tenants' webhooks from the outbox.
+    webhooks: ActorRef<WebhookMessage>,
+    /// Request, stage and cache figures for the operator metrics endpoint.
+    metrics: Metrics,
+    /// Every tenant's audit log (queued, written in batches).
+    audit: AuditLog,
     config: ServiceConfig,
 }
 
@@ -110,16 +134,33 @@ impl Memvault {
             root: config.index_dir.clone(),
             dimensions: embedder.dimensions(),
         });
+        let events = MemoryEventSink::new(tenants.clone(), config.clock.clone());
         let args = RootArgs {
             store: store.clone(),
             indexing,
             keys: keys.clone(),
             tenants: tenants.clone(),
+            events: events.clone(),
         };
         let intelligence = intelligence::Intelligence::new(config.intelligence.clone())?;
         let (root, _) = Actor::spawn(None, RootActor, args)
             .await
             .map_err(|error| Error::Unavailable(format!("actor system did not start: {error}")))?;
+        // After the root actor: the webhook actor resumes the outbox, which needs every
+        // tenant's webhook, and the tenants are loaded by then.
+        let webhook_args = WebhookArgs {
+            store: store.clone(),
+            tenants: tenants.clone(),
+            secrets: config.intelligence.secrets.clone(),
+            settings: config.webhooks.clone(),
+        };
+        let (webhooks, _) = Actor::spawn(None, WebhookActor, webhook_args)
+            .await
+            .map_err(|error| {
+                Error::Unavailable(format!("webhook delivery did not start: {error}"))
+            })?;
+        events.attach(webhooks.clone());
+        let audit = AuditLog::start(store.clone(), config.audit_retention);
         let service = Self {
             inner: Arc::new(Inner {
                 root,
@@ -130,6 +171,9 @@ impl Memvault {
                 caches: SearchCaches::new(config.search_cache_entries, 10_000),
                 intelligence,
                 extraction: OnceLock::new(),
+                webhooks,
+                metrics: Metrics::new(),
+                audit,
                 config,
             }),
         };
@@ -177,6 +221,7 @@ impl Memvault {
     /// Stops every actor; in-flight actor calls finish first (each actor drains the
     /// message it is handling).
     pub async fn shutdown(&self) {
+        self.inner.audit.stop().await;
         if let Some(extraction) = self.inner.extraction.get() {
             extraction
                 .stop_and_wait(
@@ -194,6 +239,13 @@ impl Memvault {
             )
             .await
             .ok();
+        // Last, so the events of the final writes reach the outbox (drained, not
+        // dropped); attempts still in flight are sent again at the next start.
+        self.inner
+            .webhooks
+            .drain_and_wait(Some(Duration::from_secs(10)))
+            .await
+            .ok();
     }
 
     pub fn embedder(&self) -> &EmbeddingService {
@@ -202,6 +254,34 @@ impl Memvault {
 
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
+    }
+
+    /// The process's request and stage metrics (the HTTP edge records requests here).
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// One vector per text, from the embedding thread; timed as the `embed` stage.
+    async fn embed_texts(
+        &self,
+        texts: Vec<String>,
+    ) -> std::result::Result<Vec<Vec<f32>>, EmbeddingError> {
+        let started = std::time::Instant::now();
+        let count = texts.len() as u64;
+        let vectors = self.inner.embedder.embed(texts).await;
+        self.inner
+            .metrics
+            .record_stage(Stage::Embed, started.elapsed());
+        self.inner.metrics.add(Counter::EmbedTexts, count);
+        vectors
+    }
+
+    /// [`Self::embed_texts`] for one text.
+    async fn embed_text(&self, text: String) -> std::result::Result<Vec<f32>, EmbeddingError> {
+        let mut vectors = self.embed_texts(vec![text]).await?;
+        vectors
+            .pop()
+            .ok_or_else(|| EmbeddingError::Inference("no vector returned".to_owned()))
     }
 
     /// Whether the actor tree is up (for health checks).

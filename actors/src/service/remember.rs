@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::extract::{self, ExtractedFact};
 use crate::extraction::ExtractionMessage;
 use crate::limits::{DEFAULT_IMPORTANCE, PROFILE_MAX_FACTS};
+use crate::metrics::{Counter, Stage};
 use crate::search::filter::is_current;
 
 /// What one remember carries, validated.
@@ -191,10 +192,14 @@ impl Memvault {
         let choice = self.llm_for(tenant, Purpose::Extract).await?;
         let (facts, extractor, detail) = match &choice {
             LlmChoice::Own(llm) | LlmChoice::Platform(llm) => {
+                let extract_started = std::time::Instant::now();
                 let result = extract::llm::extract(&**llm, &input.content, now).await;
+                let metrics = &self.inner.metrics;
+                metrics.record_stage(Stage::LlmExtract, extract_started.elapsed());
                 let (facts, usage) = match result {
                     Ok(extracted) => extracted,
                     Err(error) => {
+                        metrics.increment(Counter::LlmExtractFailed);
                         self.record_usage(
                             tenant,
                             Purpose::Extract,
@@ -275,7 +280,7 @@ impl Memvault {
             return Ok(facts);
         }
         let texts = facts.iter().map(|fact| fact.text.clone()).collect();
-        let embeddings = self.inner.embedder.embed(texts).await?;
+        let embeddings = self.embed_texts(texts).await?;
         for (fact, embedding) in facts.iter_mut().zip(embeddings) {
             fact.embedding = embedding;
         }

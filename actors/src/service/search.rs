@@ -6,12 +6,15 @@ use std::time::Instant;
 
 use memvault_storage::{CollectionName, MemoryRecord, TenantId};
 
+use super::access::Access;
 use super::intelligence::{LlmChoice, Purpose};
 use super::Memvault;
+use crate::agent::Agent;
 use crate::collection::{CollectionHandle, CollectionSnapshot};
 use crate::error::{Error, Result};
 use crate::index::{CollectionIndexes, IndexError};
 use crate::llm::Llm;
+use crate::metrics::{Counter, Stage};
 use crate::search::cache::fingerprint;
 use crate::search::engine::{search_collection, vector_candidates};
 use crate::search::{SearchFilter, SearchHit, SearchMode, SearchOutcome, SearchQuery, Skipped};
@@ -34,12 +37,13 @@ impl Memvault {
     /// cap) they are skipped and the outcome says why.
     pub async fn search(
         &self,
-        tenant: &TenantId,
+        agent: &Agent,
         scope: Option<&CollectionName>,
         query: SearchQuery,
     ) -> Result<SearchOutcome> {
         let started = Instant::now();
-        let targets = self.search_targets(tenant, scope)?;
+        let tenant = &agent.tenant_id;
+        let targets = self.search_targets(agent, scope)?;
         let choice = if query.rewrite || query.rerank {
             Some(self.llm_for(tenant, Purpose::Rewrite).await?)
         } else {
@@ -51,7 +55,12 @@ impl Memvault {
             _ => Vec::new(),
         };
         let key = cache_key(tenant, scope, &targets, &query);
-        if let Some(hits) = self.inner.caches.results(key) {
+        let metrics = &self.inner.metrics;
+        let cache_started = Instant::now();
+        let cached = self.inner.caches.results(key);
+        metrics.record_stage(Stage::CacheGet, cache_started.elapsed());
+        if let Some(hits) = cached {
+            metrics.increment(Counter::SearchCacheHit);
             return Ok(SearchOutcome {
                 hits,
                 query_embedding_ms: 0.0,
@@ -60,6 +69,7 @@ impl Memvault {
                 skipped,
             });
         }
+        metrics.increment(Counter::SearchCacheMiss);
         let mut query = query;
         let limit = query.limit;
         let wants_rerank = query.rerank && llm.is_some();
@@ -118,6 +128,7 @@ impl Memvault {
             .await
             .map_err(|error| Error::Unavailable(format!("search did not complete: {error}")))?
             .map_err(index_unavailable)?;
+        metrics.record_stage(Stage::Search, search_started.elapsed());
         if let (Some(llm), true) = (&llm, wants_rerank && hits.len() > 1) {
             if let Err(reason) = self
                 .rerank_hits(tenant, &**llm, &rerank_text, &mut hits)
@@ -301,9 +312,15 @@ impl Memvault {
 
     async fn query_embedding(&self, text: &str) -> Result<Arc<Vec<f32>>> {
         if let Some(vector) = self.inner.caches.embedding(text) {
+            self.inner
+                .metrics
+                .increment(Counter::QueryEmbeddingCacheHit);
             return Ok(vector);
         }
-        let vector = Arc::new(self.inner.embedder.embed_one(text.to_owned()).await?);
+        self.inner
+            .metrics
+            .increment(Counter::QueryEmbeddingCacheMiss);
+        let vector = Arc::new(self.embed_text(text.to_owned()).await?);
         self.inner
             .caches
             .store_embedding(text.to_owned(), vector.clone());
@@ -332,19 +349,22 @@ impl Memvault {
             .ok_or_else(|| Error::NotFound(format!("memory '{id}' not found")))
     }
 
-    fn search_targets(
-        &self,
-        tenant: &TenantId,
-        scope: Option<&CollectionName>,
-    ) -> Result<Vec<Target>> {
+    /// The one collection asked for, or every collection of the tenant the agent may
+    /// read (restricted ones without a grant are left out).
+    fn search_targets(&self, agent: &Agent, scope: Option<&CollectionName>) -> Result<Vec<Target>> {
+        let tenant = &agent.tenant_id;
         match scope {
-            Some(name) => Ok(vec![self.search_target(tenant, name)?]),
+            Some(name) => {
+                self.authorize(agent, name, Access::Read)?;
+                Ok(vec![self.search_target(tenant, name)?])
+            }
             None => {
                 let snapshot = self.tenant_handle(tenant)?.snapshot();
                 snapshot
                     .collections
-                    .keys()
-                    .map(|name| self.search_target(tenant, name))
+                    .values()
+                    .filter(|entry| self.may_read(agent, &entry.record))
+                    .map(|entry| self.search_target(tenant, &entry.record.name))
                     .collect()
             }
         }

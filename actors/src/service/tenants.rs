@@ -6,7 +6,7 @@ use chrono::{Duration as ChronoDuration, Utc};
 use memvault_storage::{TenantId, TenantRecord};
 
 use super::Memvault;
-use crate::agent::{generate_key_secret, new_key_record, Agent, KEY_PREFIX};
+use crate::agent::{generate_key_secret, new_key_record, Agent, KeyRole, KEY_PREFIX};
 use crate::call::call_actor;
 use crate::error::{Error, Result};
 use crate::root::RootMessage;
@@ -44,13 +44,20 @@ pub enum BootstrapOutcome {
 impl Memvault {
     /// The agent behind a presented API key, if it is an active key of a live tenant.
     pub fn authenticate(&self, secret: &str) -> Option<Agent> {
-        let (tenant_id, key_id, label, read_only) = self.inner.keys.lookup(secret)?;
-        let admin = self.inner.tenants.get(&tenant_id)?.snapshot().record.admin;
+        let identity = self.inner.keys.lookup(secret)?;
+        let admin = self
+            .inner
+            .tenants
+            .get(&identity.tenant_id)?
+            .snapshot()
+            .record
+            .admin;
         Some(Agent {
-            tenant_id,
-            key_id,
-            label,
-            read_only,
+            tenant_id: identity.tenant_id,
+            key_id: identity.key_id,
+            label: identity.label,
+            read_only: identity.read_only,
+            owner: identity.owner,
             admin,
         })
     }
@@ -121,7 +128,7 @@ impl Memvault {
             admin: new.admin,
             created_at: Utc::now(),
         };
-        let key = new_key_record(&record.id, label, false, &secret, None);
+        let key = new_key_record(&record.id, label, KeyRole::Owner, &secret, None);
         let stored = record.clone();
         call_actor(
             &self.inner.root,

@@ -48,14 +48,22 @@ fn revoked(state: &TenantState, key_id: &str) -> Result<ApiKeyRecord> {
             "key '{key_id}' is already revoked"
         )));
     }
-    let others_active = snapshot
-        .keys
-        .values()
-        .any(|other| other.id != key_id && other.is_active(now));
-    if !others_active {
+    let active_other = |owner_only: bool| {
+        snapshot
+            .keys
+            .values()
+            .any(|other| other.id != key_id && other.is_active(now) && (other.owner || !owner_only))
+    };
+    if !active_other(false) {
         return Err(Error::Conflict(format!(
             "key '{key_id}' is the tenant's last active key and cannot be revoked; \
              create another key first"
+        )));
+    }
+    if key.owner && !active_other(true) {
+        return Err(Error::Conflict(format!(
+            "key '{key_id}' is the tenant's owner key and cannot be revoked; \
+             rotate it instead (POST /v1/memory/admin/rotate-key)"
         )));
     }
     let mut key = (**key).clone();
@@ -84,5 +92,22 @@ pub(super) async fn rotate(
         .ok_or_else(|| Error::NotFound(format!("key '{key_id}' not found")))?;
     old.revoked_at = Some(Utc::now());
     store_keys(state, vec![new.clone(), old.clone()]).await?;
-    Ok(publish(state, &[new, old]).remove(0))
+    let published = publish(state, &[new.clone(), old]).remove(0);
+    super::grants::move_to_key(state, key_id, &new.id).await?;
+    Ok(published)
+}
+
+/// Keys stored before keys had roles have no owner: the oldest active key becomes the
+/// owner, so every tenant keeps one key that can manage the others.
+pub(super) fn promote_missing_owner(keys: &mut [ApiKeyRecord]) -> Option<ApiKeyRecord> {
+    let now = Utc::now();
+    if keys.iter().any(|key| key.owner && key.is_active(now)) {
+        return None;
+    }
+    let oldest = keys
+        .iter_mut()
+        .filter(|key| key.is_active(now) && !key.read_only)
+        .min_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)))?;
+    oldest.owner = true;
+    Some(oldest.clone())
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use memvault_storage::{ApiKeyRecord, CollectionName, TenantSettings};
+use memvault_storage::{ApiKeyRecord, CollectionName, GrantRecord, TenantSettings};
 use ractor::RpcReplyPort;
 use serde_json::{Map, Value};
 
@@ -36,6 +36,18 @@ pub enum TenantMessage {
     DeleteCollection {
         name: CollectionName,
         reply: RpcReplyPort<Result<()>>,
+    },
+    /// Creates or replaces one agent's grant on a collection (the first restricts it).
+    PutGrant {
+        name: CollectionName,
+        grant: GrantRecord,
+        reply: RpcReplyPort<Result<CollectionEntry>>,
+    },
+    /// Removes one agent's grant (the last one reopens the collection).
+    DeleteGrant {
+        name: CollectionName,
+        agent_key_id: String,
+        reply: RpcReplyPort<Result<CollectionEntry>>,
     },
     /// Stores and publishes a new API key of this tenant.
     AddKey {

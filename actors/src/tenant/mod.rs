@@ -2,6 +2,7 @@
 //! collection actors (restarting a failed one with back-off, its state reloaded from the
 //! store).
 
+mod grants;
 mod keys;
 mod messages;
 mod state;
@@ -23,6 +24,7 @@ use crate::call::{blocking, call_actor};
 use crate::collection::{CollectionActor, CollectionArgs, CollectionHandle, CollectionMessage};
 use crate::error::{Error, Result};
 use crate::index::IndexSettings;
+use crate::webhooks::MemoryEventSink;
 
 /// First restart delay of a failed collection actor; doubled per consecutive failure.
 const RESTART_BACKOFF_START: Duration = Duration::from_millis(50);
@@ -41,6 +43,7 @@ pub struct TenantArgs {
     pub store: Arc<dyn Store>,
     pub indexing: Arc<IndexSettings>,
     pub keys: Arc<KeyDirectory>,
+    pub events: MemoryEventSink,
 }
 
 pub struct TenantState {
@@ -54,6 +57,8 @@ pub struct TenantState {
     children: HashMap<ActorId, CollectionName>,
     /// Consecutive failures per collection and when the last one happened (back-off).
     failures: HashMap<CollectionName, (u32, Instant)>,
+    /// Handed to each collection actor, which reports changed memories to it (webhooks).
+    events: MemoryEventSink,
 }
 
 impl TenantState {
@@ -83,6 +88,7 @@ async fn spawn_collection(
         handle: handle.clone(),
         store: state.store.clone(),
         indexing: state.indexing.clone(),
+        events: Some(state.events.clone()),
     };
     let (actor, _) = Actor::spawn_linked(None, CollectionActor, args, myself.get_cell())
         .await
@@ -153,6 +159,7 @@ fn new_collection_record(
         metadata,
         created_at: now,
         updated_at: now,
+        grants: Vec::new(),
     }
 }
 
@@ -223,7 +230,11 @@ impl Actor for TenantActor {
     ) -> Result<TenantState, ActorProcessingErr> {
         let tenant = args.handle.snapshot().record.id.clone();
         let (store, keys_of) = (args.store.clone(), tenant.clone());
-        let stored_keys = blocking(move || store.api_keys(&keys_of)).await?;
+        let mut stored_keys = blocking(move || store.api_keys(&keys_of)).await?;
+        if let Some(promoted) = keys::promote_missing_owner(&mut stored_keys) {
+            let store = args.store.clone();
+            blocking(move || store.put_api_key(&promoted)).await?;
+        }
         for key in &stored_keys {
             args.keys.publish(key);
         }
@@ -238,6 +249,7 @@ impl Actor for TenantActor {
             keys: args.keys,
             children: HashMap::new(),
             failures: HashMap::new(),
+            events: args.events,
         };
         let mut snapshot = (*state.snapshot()).clone();
         snapshot.collections = imbl::OrdMap::new();
@@ -326,6 +338,16 @@ impl Actor for TenantActor {
             TenantMessage::DeleteCollection { name, reply } => {
                 let result = delete_collection(state, &name).await;
                 let _ = reply.send(result);
+            }
+            TenantMessage::PutGrant { name, grant, reply } => {
+                let _ = reply.send(grants::put(state, &name, grant).await);
+            }
+            TenantMessage::DeleteGrant {
+                name,
+                agent_key_id,
+                reply,
+            } => {
+                let _ = reply.send(grants::delete(state, &name, &agent_key_id).await);
             }
             TenantMessage::AddKey { key, reply } => {
                 let _ = reply.send(keys::add(state, key).await);

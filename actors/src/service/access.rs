@@ -1,0 +1,223 @@
+//! Who may read and write which collection: read-only keys and per-collection grants.
+//!
+//! A collection with no grants is open to every key of its tenant. With grants it is
+//! restricted: an agent key needs a grant with `can_read` to read or search it and one
+//! with `can_write` to change it; the tenant's owner key is never restricted (it manages
+//! the grants). The checks read the tenant actor's published snapshot: no mailbox.
+
+use std::sync::Arc;
+
+use memvault_storage::{CollectionName, CollectionRecord, GrantRecord};
+
+use super::Memvault;
+use crate::agent::Agent;
+use crate::error::{Error, Result};
+use crate::tenant::TenantMessage;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// Whether `agent` may `access` a collection with this record.
+pub fn allows(record: &CollectionRecord, agent: &Agent, access: Access) -> bool {
+    if access == Access::Write && agent.read_only {
+        return false;
+    }
+    if agent.owner || record.grants.is_empty() {
+        return true;
+    }
+    record
+        .grants
+        .iter()
+        .find(|grant| grant.agent_key_id == agent.key_id)
+        .is_some_and(|grant| match access {
+            Access::Read => grant.can_read,
+            Access::Write => grant.can_write,
+        })
+}
+
+/// A collection's grants as listed.
+#[derive(Debug, Clone)]
+pub struct CollectionGrants {
+    pub collection: CollectionName,
+    pub grants: Vec<GrantRecord>,
+}
+
+impl CollectionGrants {
+    /// One or more grants: only granted agents (and the owner key) get in.
+    pub fn restricted(&self) -> bool {
+        !self.grants.is_empty()
+    }
+}
+
+impl Memvault {
+    /// Refuses (403) an agent that may not `access` the collection. A collection that does
+    /// not exist is not refused here: the operation itself answers 404, or creates it.
+    pub fn authorize(&self, agent: &Agent, name: &CollectionName, access: Access) -> Result<()> {
+        if access == Access::Write && agent.read_only {
+            return Err(Error::Forbidden(
+                "this API key is read-only; writes need a read-write key".to_owned(),
+            ));
+        }
+        let snapshot = self.tenant_handle(&agent.tenant_id)?.snapshot();
+        match snapshot.collections.get(name) {
+            Some(entry) if !allows(&entry.record, agent, access) => {
+                let needed = match access {
+                    Access::Read => "can_read",
+                    Access::Write => "can_write",
+                };
+                Err(Error::Forbidden(format!(
+                    "collection '{name}' is restricted and agent '{}' has no grant with \
+                     {needed} on it",
+                    agent.key_id
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the agent may read the collection (tenant-wide search and listings skip the
+    /// ones it may not).
+    pub fn may_read(&self, agent: &Agent, record: &CollectionRecord) -> bool {
+        allows(record, agent, Access::Read)
+    }
+
+    pub fn grants(&self, agent: &Agent, name: &CollectionName) -> Result<CollectionGrants> {
+        let entry = self.collection_entry(&agent.tenant_id, name)?;
+        Ok(CollectionGrants {
+            collection: name.clone(),
+            grants: entry.record.grants.clone(),
+        })
+    }
+
+    /// Creates or replaces one agent's grant; the first grant restricts the collection.
+    pub async fn put_grant(
+        &self,
+        agent: &Agent,
+        name: &CollectionName,
+        agent_key_id: String,
+        can_read: bool,
+        can_write: bool,
+    ) -> Result<CollectionGrants> {
+        let grant = GrantRecord {
+            agent_key_id,
+            can_read,
+            can_write,
+            updated_at: self.now(),
+        };
+        let name = name.clone();
+        let entry = self
+            .call_tenant(&agent.tenant_id, |reply| TenantMessage::PutGrant {
+                name,
+                grant,
+                reply,
+            })
+            .await?;
+        Ok(grants_of(&entry.record))
+    }
+
+    /// Removes one agent's grant; removing the last one reopens the collection.
+    pub async fn delete_grant(
+        &self,
+        agent: &Agent,
+        name: &CollectionName,
+        agent_key_id: &str,
+    ) -> Result<CollectionGrants> {
+        let (name, agent_key_id) = (name.clone(), agent_key_id.to_owned());
+        let entry = self
+            .call_tenant(&agent.tenant_id, |reply| TenantMessage::DeleteGrant {
+                name,
+                agent_key_id,
+                reply,
+            })
+            .await?;
+        Ok(grants_of(&entry.record))
+    }
+}
+
+fn grants_of(record: &Arc<CollectionRecord>) -> CollectionGrants {
+    CollectionGrants {
+        collection: record.name.clone(),
+        grants: record.grants.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use memvault_storage::TenantId;
+
+    use super::*;
+
+    fn agent(key_id: &str, read_only: bool, owner: bool) -> Agent {
+        Agent {
+            tenant_id: TenantId::from_stored("ten_test"),
+            key_id: key_id.to_owned(),
+            label: key_id.to_owned(),
+            read_only,
+            owner,
+            admin: false,
+        }
+    }
+
+    fn record(grants: &[(&str, bool, bool)]) -> CollectionRecord {
+        CollectionRecord {
+            name: CollectionName::parse("c").unwrap(),
+            description: None,
+            metadata: Default::default(),
+            created_at: Utc::now(),
+            updated_at: Utc::now(),
+            grants: grants
+                .iter()
+                .map(|(id, can_read, can_write)| GrantRecord {
+                    agent_key_id: (*id).to_owned(),
+                    can_read: *can_read,
+                    can_write: *can_write,
+                    updated_at: Utc::now(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn an_open_collection_lets_every_key_in_and_read_only_keys_only_read() {
+        let open = record(&[]);
+        assert!(allows(&open, &agent("a", false, false), Access::Write));
+        assert!(allows(&open, &agent("r", true, false), Access::Read));
+        assert!(!allows(&open, &agent("r", true, false), Access::Write));
+    }
+
+    #[test]
+    fn a_restricted_collection_follows_each_agents_grant() {
+        let restricted = record(&[("a", true, true), ("c", true, false), ("w", false, true)]);
+        let cases = [
+            ("a", Access::Read, true),
+            ("a", Access::Write, true),
+            ("c", Access::Read, true),
+            ("c", Access::Write, false),
+            ("w", Access::Read, false),
+            ("w", Access::Write, true),
+            ("b", Access::Read, false),
+            ("b", Access::Write, false),
+        ];
+        for (key, access, expected) in cases {
+            assert_eq!(
+                allows(&restricted, &agent(key, false, false), access),
+                expected,
+                "{key} {access:?}"
+            );
+        }
+        assert!(allows(
+            &restricted,
+            &agent("owner", false, true),
+            Access::Write
+        ));
+        assert!(!allows(
+            &restricted,
+            &agent("a", true, false),
+            Access::Write
+        ));
+    }
+}

@@ -1,0 +1,191 @@
+//! Operator aggregates over every tenant: storage and LLM usage, and signups. Aggregates
+//! only: nothing here names a tenant.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Datelike, Duration as ChronoDuration, NaiveDate, Utc};
+use memvault_storage::TenantId;
+
+use super::intelligence::month_of;
+use super::Memvault;
+use crate::call::blocking;
+use crate::error::Result;
+
+/// Storage and LLM usage of every tenant over a window of days.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OperatorUsage {
+    pub days: u32,
+    pub tenants: usize,
+    /// Bytes every tenant's records take in the store now (not per window).
+    pub db_bytes: u64,
+    /// Always 0: the service stores no files yet (uploads are not implemented).
+    pub files_bytes: u64,
+    /// The months (`YYYY-MM`) whose usage is counted: usage is kept per month, so the
+    /// window is widened to whole months.
+    pub months: Vec<String>,
+    /// One per purpose with any call, by purpose name.
+    pub by_purpose: Vec<PurposeUsage>,
+    pub total_cost_usd: f64,
+}
+
+/// LLM calls for one purpose (`extract`, `rewrite`, ...), over every tenant and model.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PurposeUsage {
+    pub purpose: String,
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Estimated from the configured prices; a tenant's own LLM is included.
+    pub cost_usd: f64,
+}
+
+/// Tenants created per day (there is no public signup yet: every tenant but the
+/// admin-flagged ones counts as a signup).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Signups {
+    pub total: u64,
+    /// Every day of the window, oldest first, zero days included.
+    pub by_day: Vec<(NaiveDate, u64)>,
+}
+
+impl Memvault {
+    /// Storage now and LLM usage in the months the last `days` days touch, over every
+    /// tenant.
+    pub async fn operator_usage(&self, days: u32) -> Result<OperatorUsage> {
+        let tenants: Vec<TenantId> = self
+            .inner
+            .tenants
+            .iter()
+            .map(|entry| entry.key().clone())
+            .collect();
+        let months = months_touched(self.now(), days);
+        let store = self.inner.store.clone();
+        let window = months.clone();
+        let (db_bytes, rows) = blocking(move || {
+            let mut db_bytes = 0;
+            let mut rows = Vec::new();
+            for tenant in &tenants {
+                db_bytes += store.tenant_bytes(tenant)?;
+                for month in &window {
+                    rows.extend(store.usage(tenant, month)?);
+                }
+            }
+            Ok((db_bytes, rows))
+        })
+        .await?;
+        let mut by_purpose: BTreeMap<String, PurposeUsage> = BTreeMap::new();
+        for row in rows {
+            let entry = by_purpose
+                .entry(row.purpose.clone())
+                .or_insert_with(|| PurposeUsage {
+                    purpose: row.purpose.clone(),
+                    ..PurposeUsage::default()
+                });
+            entry.calls += row.calls;
+            entry.prompt_tokens += row.prompt_tokens;
+            entry.completion_tokens += row.completion_tokens;
+            entry.cost_usd += row.cost_usd;
+        }
+        let by_purpose: Vec<PurposeUsage> = by_purpose.into_values().collect();
+        Ok(OperatorUsage {
+            days,
+            tenants: self.inner.tenants.len(),
+            db_bytes,
+            files_bytes: 0,
+            months,
+            total_cost_usd: by_purpose.iter().map(|usage| usage.cost_usd).sum(),
+            by_purpose,
+        })
+    }
+
+    /// Tenants created in the last `days` days (today included), per day.
+    pub fn signups(&self, days: u32) -> Signups {
+        let created: Vec<DateTime<Utc>> = self
+            .inner
+            .tenants
+            .iter()
+            .map(|entry| entry.snapshot().record.clone())
+            .filter(|record| !record.admin)
+            .map(|record| record.created_at)
+            .collect();
+        // Tenants are stamped with the system clock, so the window is on it too.
+        signups_by_day(&created, Utc::now().date_naive(), days)
+    }
+}
+
+/// Every month (`YYYY-MM`) from the one `days` days before `now` to `now`'s.
+fn months_touched(now: DateTime<Utc>, days: u32) -> Vec<String> {
+    let first = (now - ChronoDuration::days(i64::from(days))).date_naive();
+    let last = now.date_naive();
+    let mut months = Vec::new();
+    let (mut year, mut month) = (first.year(), first.month());
+    while (year, month) <= (last.year(), last.month()) {
+        months.push(format!("{year:04}-{month:02}"));
+        (year, month) = if month == 12 {
+            (year + 1, 1)
+        } else {
+            (year, month + 1)
+        };
+    }
+    debug_assert_eq!(months.last(), Some(&month_of(now)));
+    months
+}
+
+/// The window's days, oldest first, each with the creations that fell on it.
+fn signups_by_day(created: &[DateTime<Utc>], today: NaiveDate, days: u32) -> Signups {
+    let first = today - ChronoDuration::days(i64::from(days.max(1)) - 1);
+    let mut by_day: Vec<(NaiveDate, u64)> = first
+        .iter_days()
+        .take_while(|day| *day <= today)
+        .map(|day| (day, 0))
+        .collect();
+    let mut total = 0;
+    for at in created {
+        let day = at.date_naive();
+        if day < first || day > today {
+            continue;
+        }
+        let index = (day - first).num_days() as usize;
+        if let Some((_, count)) = by_day.get_mut(index) {
+            *count += 1;
+            total += 1;
+        }
+    }
+    Signups { total, by_day }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    #[test]
+    fn the_window_is_widened_to_whole_months() {
+        let now = Utc.with_ymd_and_hms(2025, 3, 10, 12, 0, 0).unwrap();
+        assert_eq!(months_touched(now, 1), vec!["2025-03"]);
+        assert_eq!(months_touched(now, 30), vec!["2025-02", "2025-03"]);
+        let months = months_touched(now, 400);
+        assert_eq!(months.first().map(String::as_str), Some("2024-02"));
+        assert_eq!(months.len(), 14);
+        let new_year = Utc.with_ymd_and_hms(2025, 1, 2, 0, 0, 0).unwrap();
+        assert_eq!(months_touched(new_year, 7), vec!["2024-12", "2025-01"]);
+    }
+
+    #[test]
+    fn signups_fill_every_day_of_the_window() {
+        let today = NaiveDate::from_ymd_opt(2025, 3, 10).unwrap();
+        let at = |day: u32, hour: u32| Utc.with_ymd_and_hms(2025, 3, day, hour, 0, 0).unwrap();
+        let created = [at(10, 1), at(10, 23), at(8, 0), at(4, 12), at(3, 23)];
+        let signups = signups_by_day(&created, today, 7);
+        assert_eq!(signups.total, 4);
+        assert_eq!(signups.by_day.len(), 7);
+        assert_eq!(
+            signups.by_day[0],
+            (NaiveDate::from_ymd_opt(2025, 3, 4).unwrap(), 1)
+        );
+        assert_eq!(signups.by_day[4].1, 1);
+        assert_eq!(signups.by_day[6], (today, 2));
+        assert_eq!(signups_by_day(&created, today, 1).total, 2);
+    }
+}

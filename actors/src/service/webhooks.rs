@@ -1,0 +1,106 @@
+//! A tenant's outbound webhook: where memory events are POSTed, and the secret they are
+//! signed with (generated here, shown once, stored sealed).
+
+use chrono::{DateTime, Utc};
+use memvault_storage::{TenantId, TenantSettings, WebhookRecord};
+use rand::RngCore;
+
+use super::Memvault;
+use crate::call::blocking;
+use crate::error::{Error, Result};
+use crate::tenant::TenantMessage;
+use crate::webhooks::guard::{check_target, parse_target};
+
+/// The prefix of every signing secret, so a leaked one is recognisable.
+pub const SECRET_PREFIX: &str = "whsec_";
+/// Random bytes in a signing secret (hex-encoded after the prefix).
+const SECRET_BYTES: usize = 32;
+
+/// A webhook as shown to its tenant: never the secret.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookView {
+    pub url: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A webhook just configured, with its signing secret (shown this once).
+#[derive(Debug, Clone)]
+pub struct NewWebhook {
+    pub view: WebhookView,
+    /// `whsec_` + 64 hex characters. The HMAC key is this whole text, prefix included.
+    pub secret: String,
+}
+
+impl From<&WebhookRecord> for WebhookView {
+    fn from(record: &WebhookRecord) -> Self {
+        Self {
+            url: record.url.clone(),
+            created_at: record.created_at,
+        }
+    }
+}
+
+impl Memvault {
+    pub fn webhook_config(&self, tenant: &TenantId) -> Result<Option<WebhookView>> {
+        let settings = self.tenant_handle(tenant)?.snapshot().settings.clone();
+        Ok(settings.webhook.as_ref().map(WebhookView::from))
+    }
+
+    /// Sets (or replaces) the tenant's webhook with a fresh signing secret. The URL must
+    /// be http(s) with a host and, unless private targets are allowed, must not be or
+    /// resolve to a loopback, private, link-local or metadata address (`Invalid`, 422).
+    /// Deliveries already queued go to the new URL, signed with the new secret.
+    pub async fn set_webhook(&self, tenant: &TenantId, url: &str) -> Result<NewWebhook> {
+        let target = parse_target(url).map_err(Error::Invalid)?;
+        check_target(&target, self.inner.config.webhooks.allow_private_targets)
+            .await
+            .map_err(Error::Invalid)?;
+        let secrets = self.inner.intelligence.secrets()?;
+        let mut random = [0_u8; SECRET_BYTES];
+        rand::thread_rng().fill_bytes(&mut random);
+        let secret = format!("{SECRET_PREFIX}{}", hex::encode(random));
+        let record = WebhookRecord {
+            url: target.to_string(),
+            secret_sealed: secrets.seal_str(&secret),
+            created_at: self.now(),
+        };
+        let view = WebhookView::from(&record);
+        self.change_webhook(tenant, Some(record)).await?;
+        Ok(NewWebhook { view, secret })
+    }
+
+    /// Removes the tenant's webhook and drops its pending deliveries; false when none
+    /// was configured.
+    pub async fn delete_webhook(&self, tenant: &TenantId) -> Result<bool> {
+        let had = self.webhook_config(tenant)?.is_some();
+        if had {
+            self.change_webhook(tenant, None).await?;
+        }
+        let (store, owner) = (self.inner.store.clone(), tenant.clone());
+        let dropped = blocking(move || store.delete_deliveries_of(&owner)).await?;
+        if dropped > 0 {
+            tracing::info!(%tenant, deliveries = dropped, "webhook deleted; pending deliveries dropped");
+        }
+        Ok(had)
+    }
+
+    /// Stores and publishes the tenant's webhook through its actor, leaving every other
+    /// setting as it is then.
+    async fn change_webhook(
+        &self,
+        tenant: &TenantId,
+        webhook: Option<WebhookRecord>,
+    ) -> Result<()> {
+        self.call_tenant(tenant, |reply| TenantMessage::UpdateSettings {
+            change: Box::new(move |settings| {
+                Ok(TenantSettings {
+                    webhook,
+                    ..settings.clone()
+                })
+            }),
+            reply,
+        })
+        .await
+        .map(drop)
+    }
+}

@@ -1,0 +1,155 @@
+//! Collection grants: `PUT/GET /v1/memory/collections/{collection}/grants` and
+//! `DELETE .../grants/{agent_key_id}`. Zero grants = open to every key of the tenant; with
+//! grants only the granted agents (and the owner key) get in. Changing grants needs the
+//! owner key.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{delete, put};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use memvault_actors::service::CollectionGrants;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::auth::{Authenticated, Owner};
+use super::collections::{readable, writable};
+use super::extract::{ApiJson, ApiPath};
+use super::AppState;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+
+pub fn routes() -> Router<AppState> {
+    let grants = "/v1/memory/collections/{collection}/grants";
+    Router::new()
+        .route(grants, put(upsert).get(list))
+        .route(&format!("{grants}/{{agent_key_id}}"), delete(remove))
+}
+
+/// Longest agent key id accepted (ours are `key_` + 20 hex characters).
+const AGENT_KEY_ID_MAX_CHARS: usize = 100;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrantRequest {
+    /// The agent's key id, as listed by `GET /v1/memory/agents`.
+    pub agent_key_id: String,
+    pub can_read: bool,
+    pub can_write: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GrantResponse {
+    pub agent_key_id: String,
+    /// The agent's label; null when the key no longer exists.
+    pub label: Option<String>,
+    pub can_read: bool,
+    pub can_write: bool,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GrantsResponse {
+    pub collection: String,
+    /// True with one or more grants: agents without a grant get 403 and tenant-wide search
+    /// leaves the collection out.
+    pub restricted: bool,
+    pub grants: Vec<GrantResponse>,
+}
+
+fn response(
+    state: &AppState,
+    tenant: &memvault_storage::TenantId,
+    grants: CollectionGrants,
+) -> ApiResult<GrantsResponse> {
+    let keys = state.service.keys(tenant)?;
+    let label = |id: &str| {
+        keys.iter()
+            .find(|key| key.id == id)
+            .map(|key| key.label.clone())
+    };
+    Ok(GrantsResponse {
+        collection: grants.collection.to_string(),
+        restricted: grants.restricted(),
+        grants: grants
+            .grants
+            .into_iter()
+            .map(|grant| GrantResponse {
+                label: label(&grant.agent_key_id),
+                agent_key_id: grant.agent_key_id,
+                can_read: grant.can_read,
+                can_write: grant.can_write,
+                updated_at: grant.updated_at,
+            })
+            .collect(),
+    })
+}
+
+/// Creates or updates one agent's grant; the first grant restricts the collection.
+#[utoipa::path(put, path = "/v1/memory/collections/{collection}/grants", tag = "grants",
+    params(("collection" = String, Path)), request_body = GrantRequest,
+    responses((status = 200, body = GrantsResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody, description = "not the owner key"),
+        (status = 404, body = ErrorBody, description = "no such collection or agent key"),
+        (status = 409, body = ErrorBody, description = "the key is revoked or expired"),
+        (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn upsert(
+    State(state): State<AppState>,
+    Owner(agent): Owner,
+    ApiPath(collection): ApiPath<String>,
+    ApiJson(request): ApiJson<GrantRequest>,
+) -> ApiResult<Json<GrantsResponse>> {
+    let name = writable(&state, &agent, &collection)?;
+    let agent_key_id = request.agent_key_id.trim().to_owned();
+    if agent_key_id.is_empty() || agent_key_id.chars().count() > AGENT_KEY_ID_MAX_CHARS {
+        return Err(ApiError::Validation(format!(
+            "agent_key_id must be 1 to {AGENT_KEY_ID_MAX_CHARS} characters"
+        )));
+    }
+    let grants = state
+        .service
+        .put_grant(
+            &agent,
+            &name,
+            agent_key_id,
+            request.can_read,
+            request.can_write,
+        )
+        .await?;
+    Ok(Json(response(&state, &agent.tenant_id, grants)?))
+}
+
+/// The collection's grants; an empty list means the collection is open.
+#[utoipa::path(get, path = "/v1/memory/collections/{collection}/grants", tag = "grants",
+    params(("collection" = String, Path)),
+    responses((status = 200, body = GrantsResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list(
+    State(state): State<AppState>,
+    Authenticated(agent): Authenticated,
+    ApiPath(collection): ApiPath<String>,
+) -> ApiResult<Json<GrantsResponse>> {
+    let name = readable(&state, &agent, &collection)?;
+    let grants = state.service.grants(&agent, &name)?;
+    Ok(Json(response(&state, &agent.tenant_id, grants)?))
+}
+
+/// Removes one agent's grant; removing the last grant reopens the collection.
+#[utoipa::path(delete, path = "/v1/memory/collections/{collection}/grants/{agent_key_id}", tag = "grants",
+    params(("collection" = String, Path), ("agent_key_id" = String, Path)),
+    responses((status = 204, description = "removed"), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn remove(
+    State(state): State<AppState>,
+    Owner(agent): Owner,
+    ApiPath((collection, agent_key_id)): ApiPath<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let name = writable(&state, &agent, &collection)?;
+    state
+        .service
+        .delete_grant(&agent, &name, &agent_key_id)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,437 @@
+//! Operator endpoints (admin-flagged tenants only; aggregates, never one tenant's data):
+//! `GET /v1/memory/admin/metrics`, `.../usage`, `.../connectors`, `.../connectors/status`
+//! and `.../analytics`. The service-wide `.../memory-health` lives with maintenance.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use chrono::{DateTime, NaiveDate, Utc};
+use memvault_actors::metrics::{LatencySummary, MetricsSnapshot, Stage};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::auth::Admin;
+use super::extract::ApiQuery;
+use super::AppState;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/memory/admin/metrics", get(metrics))
+        .route("/v1/memory/admin/usage", get(usage))
+        .route("/v1/memory/admin/connectors", get(connectors))
+        .route("/v1/memory/admin/connectors/status", get(connector_status))
+        .route("/v1/memory/admin/analytics", get(analytics))
+}
+
+const USAGE_DAYS_DEFAULT: i64 = 30;
+const USAGE_DAYS_MAX: i64 = 3650;
+const CONNECTOR_HOURS_DEFAULT: i64 = 24;
+const CONNECTOR_HOURS_MAX: i64 = 8760;
+const ANALYTICS_DAYS_DEFAULT: i64 = 7;
+const ANALYTICS_DAYS_MAX: i64 = 365;
+
+/// `raw` (or `default`) when it is within 1..=`max`, else the 422 that says so.
+fn within(raw: Option<i64>, default: i64, max: i64, field: &str) -> ApiResult<u32> {
+    let value = raw.unwrap_or(default);
+    if !(1..=max).contains(&value) {
+        return Err(ApiError::Validation(format!(
+            "{field} must be between 1 and {max}, got {value}"
+        )));
+    }
+    Ok(value as u32)
+}
+
+/// Milliseconds to the microsecond: finer is noise.
+fn rounded_ms(millis: f64) -> f64 {
+    (millis * 1000.0).round() / 1000.0
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MetricsQuery {
+    /// Start a new window after reading this one; default false.
+    pub reset: Option<bool>,
+}
+
+/// Latency figures in milliseconds; p50 and p95 over the latest 2048 samples, count and
+/// average over the whole window.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StageMetricsResponse {
+    pub count: u64,
+    pub avg_ms: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+}
+
+impl From<LatencySummary> for StageMetricsResponse {
+    fn from(summary: LatencySummary) -> Self {
+        Self {
+            count: summary.count,
+            avg_ms: rounded_ms(summary.avg_ms),
+            p50_ms: rounded_ms(summary.p50_ms),
+            p95_ms: rounded_ms(summary.p95_ms),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RouteMetricsResponse {
+    /// `METHOD /route/{template}`; `unmatched` for requests no route matched, `other` for
+    /// routes beyond the tracked bound.
+    pub route: String,
+    pub count: u64,
+    pub errors_4xx: u64,
+    pub errors_5xx: u64,
+    pub avg_ms: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+}
+
+/// The timed parts of requests.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StagesResponse {
+    /// Computing embeddings for a request's texts (queueing for the model included).
+    pub embed: StageMetricsResponse,
+    /// The search result-cache lookup.
+    pub cache_get: StageMetricsResponse,
+    /// The index search of a search request (cache misses only).
+    pub search: StageMetricsResponse,
+    /// The LLM call that extracts facts for remember.
+    pub llm_extract: StageMetricsResponse,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MetricsResponse {
+    /// Always `process`: the figures are this server process's, not a cluster's.
+    pub scope: &'static str,
+    /// Start of the window: the process start or the last reset.
+    pub since: DateTime<Utc>,
+    /// Routes requested in the window, most requested first.
+    pub routes: Vec<RouteMetricsResponse>,
+    pub stages: StagesResponse,
+    /// Event counts: `search_cache_hit`, `search_cache_miss`,
+    /// `query_embedding_cache_hit`, `query_embedding_cache_miss`, `embed_texts` (texts
+    /// embedded), `llm_extract_failed`.
+    pub counters: BTreeMap<String, u64>,
+}
+
+impl From<MetricsSnapshot> for MetricsResponse {
+    fn from(snapshot: MetricsSnapshot) -> Self {
+        let stage = |stage: Stage| StageMetricsResponse::from(snapshot.stage(stage));
+        Self {
+            scope: "process",
+            since: snapshot.since,
+            stages: StagesResponse {
+                embed: stage(Stage::Embed),
+                cache_get: stage(Stage::CacheGet),
+                search: stage(Stage::Search),
+                llm_extract: stage(Stage::LlmExtract),
+            },
+            counters: snapshot
+                .counters
+                .iter()
+                .map(|(counter, value)| (counter.as_str().to_owned(), *value))
+                .collect(),
+            routes: snapshot
+                .routes
+                .into_iter()
+                .map(|route| RouteMetricsResponse {
+                    route: route.route,
+                    count: route.latency.count,
+                    errors_4xx: route.errors_4xx,
+                    errors_5xx: route.errors_5xx,
+                    avg_ms: rounded_ms(route.latency.avg_ms),
+                    p50_ms: rounded_ms(route.latency.p50_ms),
+                    p95_ms: rounded_ms(route.latency.p95_ms),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Per-route request figures, stage latencies and cache counters of this process since
+/// the window started; `reset=true` starts a new window after reading.
+#[utoipa::path(get, path = "/v1/memory/admin/metrics", tag = "operator",
+    params(MetricsQuery),
+    responses((status = 200, body = MetricsResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn metrics(
+    State(state): State<AppState>,
+    _admin: Admin,
+    ApiQuery(query): ApiQuery<MetricsQuery>,
+) -> ApiResult<Json<MetricsResponse>> {
+    let metrics = state.service.metrics();
+    let snapshot = if query.reset.unwrap_or(false) {
+        metrics.snapshot_and_reset()
+    } else {
+        metrics.snapshot()
+    };
+    Ok(Json(MetricsResponse::from(snapshot)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct UsageQuery {
+    /// 1 to 3650; default 30. LLM usage is kept per month, so every month the window
+    /// touches counts whole.
+    pub days: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StorageUsageResponse {
+    /// Bytes every tenant's records take in the database now.
+    pub db_bytes: u64,
+    /// Always 0: the service stores no files yet (there is no file upload).
+    pub files_bytes: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PurposeUsageResponse {
+    /// `extract`, `rewrite`, `rerank`, `profile`, `summary` or `proxy`.
+    pub purpose: String,
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Estimated from the configured per-model prices (tenants' own LLMs included).
+    pub cost_usd: f64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LlmUsageResponse {
+    /// The months (`YYYY-MM`, UTC) counted.
+    pub months: Vec<String>,
+    /// Purposes with at least one call, by name.
+    pub by_purpose: Vec<PurposeUsageResponse>,
+    pub total_cost_usd: f64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UsageResponse {
+    pub days: u32,
+    /// Tenants counted.
+    pub tenants: usize,
+    pub storage: StorageUsageResponse,
+    pub llm: LlmUsageResponse,
+}
+
+/// Storage and LLM token usage with cost estimates, over every tenant.
+#[utoipa::path(get, path = "/v1/memory/admin/usage", tag = "operator",
+    params(UsageQuery),
+    responses((status = 200, body = UsageResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn usage(
+    State(state): State<AppState>,
+    _admin: Admin,
+    ApiQuery(query): ApiQuery<UsageQuery>,
+) -> ApiResult<Json<UsageResponse>> {
+    let days = within(query.days, USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, "days")?;
+    let usage = state.service.operator_usage(days).await?;
+    Ok(Json(UsageResponse {
+        days,
+        tenants: usage.tenants,
+        storage: StorageUsageResponse {
+            db_bytes: usage.db_bytes,
+            files_bytes: usage.files_bytes,
+        },
+        llm: LlmUsageResponse {
+            months: usage.months,
+            total_cost_usd: usage.total_cost_usd,
+            by_purpose: usage
+                .by_purpose
+                .into_iter()
+                .map(|purpose| PurposeUsageResponse {
+                    purpose: purpose.purpose,
+                    calls: purpose.calls,
+                    prompt_tokens: purpose.prompt_tokens,
+                    completion_tokens: purpose.completion_tokens,
+                    cost_usd: purpose.cost_usd,
+                })
+                .collect(),
+        },
+    }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ConnectorsQuery {
+    /// 1 to 8760; default 24.
+    pub hours: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConnectorProviderResponse {
+    pub provider: String,
+    /// Sync runs in the window.
+    pub runs: u64,
+    /// Failed runs in the window.
+    pub errors: u64,
+    /// When the provider's latest run started; null without one.
+    pub last_run: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConnectorsResponse {
+    pub hours: u32,
+    pub providers: Vec<ConnectorProviderResponse>,
+}
+
+/// Connector sync runs per provider over the last `hours`. Managed connectors do not
+/// exist in this server yet, so this aggregates an empty set (`providers` is empty) until
+/// they land; the shape is the one they will fill.
+#[utoipa::path(get, path = "/v1/memory/admin/connectors", tag = "operator",
+    params(ConnectorsQuery),
+    responses((status = 200, body = ConnectorsResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn connectors(
+    _admin: Admin,
+    ApiQuery(query): ApiQuery<ConnectorsQuery>,
+) -> ApiResult<Json<ConnectorsResponse>> {
+    let hours = within(
+        query.hours,
+        CONNECTOR_HOURS_DEFAULT,
+        CONNECTOR_HOURS_MAX,
+        "hours",
+    )?;
+    Ok(Json(ConnectorsResponse {
+        hours,
+        providers: Vec::new(),
+    }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConnectorStatusResponse {
+    /// A connection status (e.g. `active`, `paused`, `error`).
+    pub status: String,
+    /// Connections in that status.
+    pub n: u64,
+}
+
+/// Connections per status. Managed connectors do not exist in this server yet, so this
+/// aggregates an empty set (an empty array) until they land.
+#[utoipa::path(get, path = "/v1/memory/admin/connectors/status", tag = "operator",
+    responses((status = 200, body = [ConnectorStatusResponse]), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn connector_status(_admin: Admin) -> Json<Vec<ConnectorStatusResponse>> {
+    Json(Vec::new())
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AnalyticsQuery {
+    /// 1 to 365; default 7 (today included, UTC days).
+    pub days: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DayCountResponse {
+    pub day: NaiveDate,
+    pub n: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PathCountResponse {
+    pub path: String,
+    pub n: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReferrerCountResponse {
+    /// The referrer's host; `(direct)` for pageviews without one.
+    pub referrer: String,
+    pub n: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SignupsResponse {
+    pub total: u64,
+    /// Every day of the window, oldest first.
+    pub by_day: Vec<DayCountResponse>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FunnelResponse {
+    pub pageviews: u64,
+    pub signups: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PageviewsResponse {
+    pub total: u64,
+    /// Every day of the window, oldest first.
+    pub by_day: Vec<DayCountResponse>,
+    /// The 50 most viewed paths, most viewed first.
+    pub by_path: Vec<PathCountResponse>,
+    /// The 50 most frequent referrer hosts, most frequent first.
+    pub by_referrer: Vec<ReferrerCountResponse>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AnalyticsResponse {
+    pub days: u32,
+    /// Tenants created in the window, the admin-flagged ones excepted (there is no public
+    /// signup yet: tenants come from the admin API).
+    pub signups: SignupsResponse,
+    pub funnel: FunnelResponse,
+    /// Cookieless pageviews from the public beacon (kept in memory: they restart at zero
+    /// with the process).
+    pub pageviews: PageviewsResponse,
+}
+
+fn day_counts(days: Vec<(NaiveDate, u64)>) -> Vec<DayCountResponse> {
+    days.into_iter()
+        .map(|(day, n)| DayCountResponse { day, n })
+        .collect()
+}
+
+/// The signup funnel, signups by day, and cookieless pageviews by day, path and referrer.
+#[utoipa::path(get, path = "/v1/memory/admin/analytics", tag = "operator",
+    params(AnalyticsQuery),
+    responses((status = 200, body = AnalyticsResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn analytics(
+    State(state): State<AppState>,
+    _admin: Admin,
+    ApiQuery(query): ApiQuery<AnalyticsQuery>,
+) -> ApiResult<Json<AnalyticsResponse>> {
+    let days = within(
+        query.days,
+        ANALYTICS_DAYS_DEFAULT,
+        ANALYTICS_DAYS_MAX,
+        "days",
+    )?;
+    let signups = state.service.signups(days);
+    let pageviews = state.pageviews.summary(days);
+    Ok(Json(AnalyticsResponse {
+        days,
+        funnel: FunnelResponse {
+            pageviews: pageviews.total,
+            signups: signups.total,
+        },
+        signups: SignupsResponse {
+            total: signups.total,
+            by_day: day_counts(signups.by_day),
+        },
+        pageviews: PageviewsResponse {
+            total: pageviews.total,
+            by_day: day_counts(pageviews.by_day),
+            by_path: pageviews
+                .by_path
+                .into_iter()
+                .map(|(path, n)| PathCountResponse { path, n })
+                .collect(),
+            by_referrer: pageviews
+                .by_referrer
+                .into_iter()
+                .map(|(referrer, n)| ReferrerCountResponse { referrer, n })
+                .collect(),
+        },
+    }))
+}
