@@ -116,6 +116,13 @@ fn audit_prefix(tenant: &TenantId) -> String {
     format!("{tenant}/a/")
 }
 
+/// The JSON record under `key` in `tree`, if any.
+fn get_json<T: DeserializeOwned>(tree: &Tree, key: &str) -> Result<Option<T>> {
+    tree.get(key.as_bytes())?
+        .map(|value| decode_json(key.as_bytes(), &value))
+        .transpose()
+}
+
 fn decode_json<T: DeserializeOwned>(key: &[u8], value: &[u8]) -> Result<T> {
     serde_json::from_slice(value).map_err(|error| StorageError::Corrupt {
         key: String::from_utf8_lossy(key).into_owned(),
@@ -243,11 +250,7 @@ impl MetaStore for SledStore {
     }
 
     fn tenant_settings(&self, tenant: &TenantId) -> Result<TenantSettings> {
-        let key = settings_key(tenant);
-        match self.data.get(key.as_bytes())? {
-            Some(value) => decode_json(key.as_bytes(), &value),
-            None => Ok(TenantSettings::default()),
-        }
+        Ok(get_json(&self.data, &settings_key(tenant))?.unwrap_or_default())
     }
 
     fn add_usage(&self, tenant: &TenantId, delta: &UsageRow) -> Result<()> {
@@ -310,11 +313,7 @@ impl JobStore for SledStore {
     }
 
     fn job(&self, tenant: &TenantId, id: &str) -> Result<Option<ExtractJobRecord>> {
-        let key = job_key(tenant, id);
-        match self.data.get(key.as_bytes())? {
-            Some(value) => Ok(Some(decode_json(key.as_bytes(), &value)?)),
-            None => Ok(None),
-        }
+        get_json(&self.data, &job_key(tenant, id))
     }
 
     fn unfinished_jobs(&self) -> Result<Vec<ExtractJobRecord>> {
@@ -441,11 +440,7 @@ impl OutboxStore for SledStore {
     }
 
     fn delivery(&self, tenant: &TenantId, id: &str) -> Result<Option<OutboxDelivery>> {
-        let key = delivery_key(tenant, id);
-        match self.outbox.get(key.as_bytes())? {
-            Some(value) => Ok(Some(decode_json(key.as_bytes(), &value)?)),
-            None => Ok(None),
-        }
+        get_json(&self.outbox, &delivery_key(tenant, id))
     }
 
     fn pending_deliveries(&self) -> Result<Vec<OutboxDelivery>> {

@@ -2,14 +2,11 @@
 //! grants live in the collection's record, so they are stored with it and published in the
 //! tenant snapshot that request-time checks read.
 
-use std::sync::Arc;
-
 use chrono::Utc;
 use memvault_storage::{CollectionName, GrantRecord};
 
 use super::state::CollectionEntry;
 use super::TenantState;
-use crate::call::blocking;
 use crate::error::{Error, Result};
 
 /// Creates or replaces the grant of `grant.agent_key_id`; the first grant restricts the
@@ -99,18 +96,5 @@ async fn change(
     record
         .grants
         .sort_by(|a, b| a.agent_key_id.cmp(&b.agent_key_id));
-    let (store, tenant, stored) = (
-        state.store.clone(),
-        entry.handle.tenant.clone(),
-        record.clone(),
-    );
-    blocking(move || store.put_collection(&tenant, &stored)).await?;
-    let updated = CollectionEntry {
-        record: Arc::new(record),
-        handle: entry.handle,
-    };
-    let mut snapshot = (*state.snapshot()).clone();
-    snapshot.collections.insert(name.clone(), updated.clone());
-    state.publish(snapshot);
-    Ok(updated)
+    super::replace_record(state, entry, record).await
 }

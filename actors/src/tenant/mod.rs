@@ -435,6 +435,15 @@ async fn update_collection(
         record.metadata = metadata;
     }
     record.updated_at = Utc::now();
+    replace_record(state, entry, record).await
+}
+
+/// Stores a changed record of an existing collection and publishes it with the same handle.
+async fn replace_record(
+    state: &mut TenantState,
+    entry: CollectionEntry,
+    record: CollectionRecord,
+) -> Result<CollectionEntry> {
     let (store, tenant, stored) = (
         state.store.clone(),
         entry.handle.tenant.clone(),
@@ -446,7 +455,9 @@ async fn update_collection(
         handle: entry.handle,
     };
     let mut snapshot = (*state.snapshot()).clone();
-    snapshot.collections.insert(name.clone(), updated.clone());
+    snapshot
+        .collections
+        .insert(updated.record.name.clone(), updated.clone());
     state.publish(snapshot);
     Ok(updated)
 }
