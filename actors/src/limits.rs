@@ -12,6 +12,10 @@ pub const LIST_LIMIT_MAX: usize = 200;
 /// Search result count.
 pub const SEARCH_LIMIT_DEFAULT: usize = 5;
 pub const SEARCH_LIMIT_MAX: usize = 50;
+/// Chat proxy: messages per request, and memories injected (0 = no search).
+pub const PROXY_MESSAGES_MAX: usize = 200;
+pub const PROXY_MEMORY_LIMIT_DEFAULT: usize = 5;
+pub const PROXY_MEMORY_LIMIT_MAX: usize = 50;
 /// Short free-text fields (category, source, container tag, labels).
 pub const SHORT_FIELD_MAX_CHARS: usize = 200;
 /// Collection descriptions.

@@ -33,11 +33,11 @@ const ACTIONS: &[(&str, &str, &str)] = &[
     ("DELETE", "", "collection.delete"),
     ("POST", "/memories", "memory.create"),
     ("POST", "/memories/bulk", "memory.bulk_create"),
-    ("PATCH", "/memories/{id}", "memory.update"),
-    ("DELETE", "/memories/{id}", "memory.delete"),
-    ("POST", "/memories/{id}/move", "memory.move"),
-    ("POST", "/memories/{id}/pin", "memory.pin"),
-    ("POST", "/memories/{id}/archive", "memory.archive"),
+    ("PATCH", "/memories/{memory_id}", "memory.update"),
+    ("DELETE", "/memories/{memory_id}", "memory.delete"),
+    ("POST", "/memories/{memory_id}/move", "memory.move"),
+    ("POST", "/memories/{memory_id}/pin", "memory.pin"),
+    ("POST", "/memories/{memory_id}/archive", "memory.archive"),
     ("POST", "/remember", "memory.remember"),
     ("POST", "/forget", "memory.forget"),
     ("POST", "/dedup", "collection.dedup"),
@@ -57,6 +57,7 @@ const ACTIONS: &[(&str, &str, &str)] = &[
     ),
     ("PUT", "/v1/memory/spend-cap", "spend_cap.set"),
     ("POST", "/v1/memory/admin/tenants", "tenant.create"),
+    ("POST", "/v1/proxy/chat/completions", "proxy.chat"),
 ];
 
 /// POST routes that only read: not audited.
@@ -226,7 +227,7 @@ mod tests {
 
     #[test]
     fn actions_name_writes_and_skip_reads() {
-        let memory = "/v1/memory/collections/{collection}/memories/{id}";
+        let memory = "/v1/memory/collections/{collection}/memories/{memory_id}";
         assert_eq!(
             action(&Method::PATCH, memory).as_deref(),
             Some("memory.update")

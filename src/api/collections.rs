@@ -96,8 +96,11 @@ impl From<CollectionView> for CollectionResponse {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateCollectionRequest {
-    /// 1 to 128 characters of letters, digits, `_`, `-` and `.`.
+    /// 1 to 128 characters of letters, digits, `_`, `-` and `.`; not starting with `.`.
+    #[schema(max_length = 128, pattern = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$")]
     pub name: String,
+    /// At most 2000 characters.
+    #[schema(max_length = 2000)]
     pub description: Option<String>,
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Map<String, Value>>,
@@ -107,6 +110,8 @@ pub struct CreateCollectionRequest {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateCollectionRequest {
+    /// At most 2000 characters.
+    #[schema(max_length = 2000)]
     pub description: Option<String>,
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Map<String, Value>>,

@@ -6,11 +6,12 @@ use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 
 use crate::error::ApiError;
 
-/// A JSON body, parsed whatever the Content-Type, with the failing field's path in the
-/// error (`[3].importance: invalid type: ...`).
+/// A JSON object body, parsed whatever the Content-Type, with the failing field's path in
+/// the error (`importance: invalid type: ...`).
 pub struct ApiJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for ApiJson<T>
@@ -22,7 +23,24 @@ where
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
         let bytes = read_body(request, state).await?;
-        parse_json_body(&bytes).map(ApiJson)
+        parse_json_object(&bytes).map(ApiJson)
+    }
+}
+
+/// A JSON array body (bulk calls), with the failing item's path in the error
+/// (`[3].importance: invalid type: ...`).
+pub struct ApiJsonArray<T>(pub Vec<T>);
+
+impl<S, T> FromRequest<S> for ApiJsonArray<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = read_body(request, state).await?;
+        parse_json_body(&bytes).map(ApiJsonArray)
     }
 }
 
@@ -41,7 +59,7 @@ where
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJson(T::default()));
         }
-        parse_json_body(&bytes).map(OptionalJson)
+        parse_json_object(&bytes).map(OptionalJson)
     }
 }
 
@@ -55,6 +73,43 @@ async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes,
                 ApiError::BadRequest(format!("cannot read request body: {rejection}"))
             }
         })
+}
+
+/// Parses a request body that must be a JSON object into `T`. (serde's derived structs
+/// also accept an array of their fields in order, `[null, null]`, which no client means.)
+pub fn parse_json_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let first = bytes.iter().find(|byte| !byte.is_ascii_whitespace());
+    if matches!(first, Some(b'[')) {
+        return Err(ApiError::Validation(
+            "invalid request body: expected a JSON object, got an array".to_owned(),
+        ));
+    }
+    parse_json_body(bytes)
+}
+
+/// An optional JSON integer that may be written with a zero fraction (`48.0`): JSON Schema
+/// counts that as an integer, so clients generated from the OpenAPI may send it. Anything
+/// else that is not an integer in the i64 range is an error.
+pub fn optional_integer<'de, D>(deserializer: D) -> Result<Option<i64>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    use serde::de::Error;
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    if let Some(integer) = number.as_i64() {
+        return Ok(Some(integer));
+    }
+    let integral = number
+        .as_f64()
+        .filter(|value| value.fract() == 0.0 && value.abs() < 9.0e18);
+    match integral {
+        Some(value) => Ok(Some(value as i64)),
+        None => Err(D::Error::custom(format!(
+            "invalid value: {number}, expected an integer"
+        ))),
+    }
 }
 
 /// Parses a request body into `T`; every failure is a 422 that names the field.
@@ -143,6 +198,39 @@ mod tests {
         assert!(detail(br#"{"text": "a", "other": 1}"#).contains("unknown field"));
         assert!(detail(br#"{"text": "a"} trailing"#).contains("trailing"));
         assert!(detail(br#"[{"text": "a"}]"#).contains("invalid"));
+    }
+
+    #[test]
+    fn an_object_body_is_not_read_from_an_array() {
+        match parse_json_object::<Probe>(br#" ["a", 1]"#) {
+            Err(ApiError::Validation(detail)) => assert!(detail.contains("JSON object")),
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+        let probe: Probe = parse_json_object(br#"{"text": "a"}"#).unwrap();
+        assert_eq!(probe.text, "a");
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Limit {
+        #[serde(default, deserialize_with = "optional_integer")]
+        limit: Option<i64>,
+    }
+
+    #[test]
+    fn integers_may_have_a_zero_fraction_but_nothing_else() {
+        let limit = |body: &[u8]| parse_json_body::<Limit>(body).map(|parsed| parsed.limit);
+        assert_eq!(limit(br#"{"limit": 48}"#).unwrap(), Some(48));
+        assert_eq!(limit(br#"{"limit": 48.0}"#).unwrap(), Some(48));
+        assert_eq!(limit(br#"{"limit": null}"#).unwrap(), None);
+        assert_eq!(limit(br#"{}"#).unwrap(), None);
+        for bad in [
+            &br#"{"limit": 48.5}"#[..],
+            br#"{"limit": "48"}"#,
+            br#"{"limit": 1e300}"#,
+            br#"{"limit": 18446744073709551615}"#,
+        ] {
+            assert!(limit(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]

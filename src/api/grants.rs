@@ -32,6 +32,11 @@ const AGENT_KEY_ID_MAX_CHARS: usize = 100;
 #[serde(deny_unknown_fields)]
 pub struct GrantRequest {
     /// The agent's key id, as listed by `GET /v1/memory/agents`.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"[^\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    )]
     pub agent_key_id: String,
     pub can_read: bool,
     pub can_write: bool,
@@ -89,9 +94,9 @@ fn response(
     params(("collection" = String, Path)), request_body = GrantRequest,
     responses((status = 200, body = GrantsResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody, description = "not the owner key"),
-        (status = 404, body = ErrorBody, description = "no such collection or agent key"),
+        (status = 404, body = ErrorBody, description = "no such collection"),
         (status = 409, body = ErrorBody, description = "the key is revoked or expired"),
-        (status = 422, body = ErrorBody)),
+        (status = 422, body = ErrorBody, description = "an invalid body, or agent_key_id names no key of this tenant")),
     security(("bearer" = [])))]
 pub async fn upsert(
     State(state): State<AppState>,
@@ -104,6 +109,17 @@ pub async fn upsert(
     if agent_key_id.is_empty() || agent_key_id.chars().count() > AGENT_KEY_ID_MAX_CHARS {
         return Err(ApiError::Validation(format!(
             "agent_key_id must be 1 to {AGENT_KEY_ID_MAX_CHARS} characters"
+        )));
+    }
+    // The collection first: another tenant's (or a missing) one is 404 whatever the body.
+    state.service.grants(&agent, &name)?;
+    // A key the body names that does not exist is invalid input (422), not a missing
+    // target: the URL's collection is there, and 404 would say it is not.
+    let keys = state.service.keys(&agent.tenant_id)?;
+    if !keys.iter().any(|key| key.id == agent_key_id) {
+        return Err(ApiError::Validation(format!(
+            "agent_key_id '{agent_key_id}' is no API key of this tenant (see GET \
+             /v1/memory/agents)"
         )));
     }
     let grants = state

@@ -34,9 +34,15 @@ pub fn routes() -> Router<AppState> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RememberRequest {
-    /// Free text to extract facts from; 1 to 10000 characters.
+    /// Free text to extract facts from; 1 to 10000 characters, not only whitespace.
+    #[schema(
+        min_length = 1,
+        max_length = 10000,
+        pattern = r"[^\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    )]
     pub content: String,
     /// 0 to 1, given to every extracted memory; default 0.5.
+    #[schema(minimum = 0.0, maximum = 1.0)]
     pub importance: Option<f64>,
 }
 
@@ -211,6 +217,7 @@ pub async fn job(
 #[into_params(parameter_in = Query)]
 pub struct ContradictionsQuery {
     /// 1 to 100; default 100.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
 }
 

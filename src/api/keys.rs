@@ -29,7 +29,13 @@ pub fn routes() -> Router<AppState> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateKeyRequest {
-    /// Names the agent; stamped as `created_by.label` on its writes. 1 to 200 characters.
+    /// Names the agent; stamped as `created_by.label` on its writes. 1 to 200 characters,
+    /// not only whitespace.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"[^\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    )]
     pub label: String,
     /// A read-only key searches and reads but every write answers 403. Default false.
     #[serde(default)]

@@ -20,7 +20,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Admin, Authenticated, Writer};
 use super::collections::writable;
-use super::extract::{ApiPath, ApiQuery, OptionalJson};
+use super::extract::{optional_integer, ApiPath, ApiQuery, OptionalJson};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use memvault_actors::service::Access;
@@ -52,6 +52,7 @@ fn stale_days(raw: Option<i64>, field: &str) -> ApiResult<u32> {
 #[serde(deny_unknown_fields)]
 pub struct DedupRequest {
     /// Cosine similarity (0 to 1) at which two memories are duplicates; default 0.95.
+    #[schema(minimum = 0.0, maximum = 1.0)]
     pub threshold: Option<f64>,
     /// Only report (default true); false deletes every duplicate that is not its
     /// cluster's keeper.
@@ -108,7 +109,7 @@ pub struct DedupResponse {
 /// Finds clusters of near-identical memories among the 500 most recent current ones; with
 /// `dry_run: false` deletes every duplicate but the cluster's keeper.
 #[utoipa::path(post, path = "/v1/memory/collections/{collection}/dedup", tag = "maintenance",
-    params(("collection" = String, Path)), request_body = DedupRequest,
+    params(("collection" = String, Path)), request_body = Option<DedupRequest>,
     responses((status = 200, body = DedupResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 422, body = ErrorBody)),
@@ -156,6 +157,8 @@ pub async fn dedup(
 #[serde(deny_unknown_fields)]
 pub struct ArchiveStaleRequest {
     /// Days without an update (0 to 36500; default 90).
+    #[schema(minimum = 0, maximum = 36500)]
+    #[serde(default, deserialize_with = "optional_integer")]
     pub older_than_days: Option<i64>,
     /// Only report (default true).
     pub dry_run: Option<bool>,
@@ -180,7 +183,7 @@ pub struct ArchiveStaleResponse {
 /// Archives (reversibly) the memories not updated for `older_than_days`: never pinned,
 /// archived or superseded ones. A dry run (the default) only counts them.
 #[utoipa::path(post, path = "/v1/memory/collections/{collection}/archive-stale", tag = "maintenance",
-    params(("collection" = String, Path)), request_body = ArchiveStaleRequest,
+    params(("collection" = String, Path)), request_body = Option<ArchiveStaleRequest>,
     responses((status = 200, body = ArchiveStaleResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 422, body = ErrorBody)),
@@ -215,6 +218,7 @@ pub async fn archive_stale(
 pub struct HealthQuery {
     /// Days without an update after which a current, unpinned memory is stale (0 to
     /// 36500; default 90).
+    #[param(minimum = 0, maximum = 36500)]
     pub stale_days: Option<i64>,
 }
 
@@ -302,6 +306,7 @@ pub async fn health(
 pub struct SummaryQuery {
     /// How many memories (by importance and recency) the summary is based on: 1 to 200,
     /// default 50.
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
 }
 

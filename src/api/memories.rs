@@ -17,11 +17,13 @@ use memvault_actors::ListPage;
 use memvault_storage::MemoryRecord;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use utoipa::openapi::schema::{ArrayBuilder, Schema};
+use utoipa::openapi::{Ref, RefOr};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Authenticated, Writer};
 use super::collections::{readable, writable, writable_or_new};
-use super::extract::{parse_json_body, ApiJson, ApiPath, ApiQuery};
+use super::extract::{parse_json_object, ApiJson, ApiJsonArray, ApiPath, ApiQuery};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
@@ -31,12 +33,12 @@ pub fn routes() -> Router<AppState> {
         .route(base, get(list).post(create))
         .route(&format!("{base}/bulk"), post(bulk))
         .route(
-            &format!("{base}/{{id}}"),
+            &format!("{base}/{{memory_id}}"),
             get(fetch).patch(patch).delete(remove),
         )
-        .route(&format!("{base}/{{id}}/move"), post(move_to))
-        .route(&format!("{base}/{{id}}/pin"), post(pin))
-        .route(&format!("{base}/{{id}}/archive"), post(archive))
+        .route(&format!("{base}/{{memory_id}}/move"), post(move_to))
+        .route(&format!("{base}/{{memory_id}}/pin"), post(pin))
+        .route(&format!("{base}/{{memory_id}}/archive"), post(archive))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -102,18 +104,28 @@ impl From<&MemoryRecord> for MemoryResponse {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateMemoryRequest {
-    /// 1 to 10000 characters.
+    /// 1 to 10000 characters, not only whitespace.
+    #[schema(
+        min_length = 1,
+        max_length = 10000,
+        pattern = r"[^\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    )]
     pub text: String,
     /// 0 to 1; default 0.5.
+    #[schema(minimum = 0.0, maximum = 1.0)]
     pub importance: Option<f64>,
     /// Default `other`.
+    #[schema(min_length = 1, max_length = 200)]
     pub category: Option<String>,
     /// Default `api`.
+    #[schema(min_length = 1, max_length = 200)]
     pub source: Option<String>,
-    /// Default `{}`; searched by `metadata_filter` (JSON containment).
+    /// Default `{}`; searched by `metadata_filter` (JSON containment). At most 16 KiB as
+    /// JSON.
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Map<String, Value>>,
     /// Optional sub-namespace inside the collection (e.g. an end-user id).
+    #[schema(min_length = 1, max_length = 200)]
     pub container_tag: Option<String>,
 }
 
@@ -144,18 +156,29 @@ impl CreateMemoryRequest {
 
 /// Parses and validates a memory-create body; what the fuzz target drives.
 pub fn parse_create_memory(body: &[u8]) -> ApiResult<NewMemory> {
-    parse_json_body::<CreateMemoryRequest>(body)?.validate()
+    parse_json_object::<CreateMemoryRequest>(body)?.validate()
 }
 
-/// Only the given fields change.
+/// Only the given fields change; at least one is needed. (A field given as null is left
+/// unchanged, as if absent.)
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(min_properties = 1)]
 pub struct PatchMemoryRequest {
-    /// A new text is re-embedded.
+    /// A new text is re-embedded; 1 to 10000 characters, not only whitespace.
+    #[schema(
+        nullable = false,
+        min_length = 1,
+        max_length = 10000,
+        pattern = r"[^\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    )]
     pub text: Option<String>,
+    #[schema(nullable = false, minimum = 0.0, maximum = 1.0)]
     pub importance: Option<f64>,
+    #[schema(nullable = false, min_length = 1, max_length = 200)]
     pub category: Option<String>,
-    #[schema(value_type = Option<Object>)]
+    /// Replaces the metadata; at most 16 KiB as JSON.
+    #[schema(value_type = Object, nullable = false)]
     pub metadata: Option<Map<String, Value>>,
 }
 
@@ -193,9 +216,11 @@ impl PatchMemoryRequest {
 #[into_params(parameter_in = Query)]
 pub struct ListMemoriesQuery {
     /// 1 to 200, default 50.
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<usize>,
     /// Default 0.
-    pub offset: Option<usize>,
+    #[param(minimum = 0)]
+    pub offset: Option<i64>,
     /// Default false.
     pub include_archived: Option<bool>,
 }
@@ -204,6 +229,7 @@ pub struct ListMemoriesQuery {
 #[serde(deny_unknown_fields)]
 pub struct MoveMemoryRequest {
     /// The target collection; created when missing.
+    #[schema(max_length = 128, pattern = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$")]
     pub to_collection: String,
 }
 
@@ -217,6 +243,30 @@ pub struct PinRequest {
 #[serde(deny_unknown_fields)]
 pub struct ArchiveRequest {
     pub archived: bool,
+}
+
+/// The bulk body as documented: 1 to 100 memories. (The handler reads a
+/// `Vec<CreateMemoryRequest>`; utoipa cannot put item bounds on a newtype.)
+pub struct BulkCreateRequest;
+
+impl utoipa::PartialSchema for BulkCreateRequest {
+    fn schema() -> RefOr<Schema> {
+        ArrayBuilder::new()
+            .items(Ref::from_schema_name(CreateMemoryRequest::name()))
+            .min_items(Some(1))
+            .max_items(Some(BULK_MAX_ITEMS))
+            .into()
+    }
+}
+
+impl ToSchema for BulkCreateRequest {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((
+            CreateMemoryRequest::name().into_owned(),
+            <CreateMemoryRequest as utoipa::PartialSchema>::schema(),
+        ));
+        <CreateMemoryRequest as ToSchema>::schemas(schemas);
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -254,7 +304,7 @@ pub async fn create(
 /// Creates up to 100 memories, embedded in one batch and stored in one atomic write. One
 /// invalid item rejects the whole call and nothing is stored.
 #[utoipa::path(post, path = "/v1/memory/collections/{collection}/memories/bulk", tag = "memories",
-    params(("collection" = String, Path)), request_body = Vec<CreateMemoryRequest>,
+    params(("collection" = String, Path)), request_body = BulkCreateRequest,
     responses((status = 201, body = BulkCreateResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -262,7 +312,7 @@ pub async fn bulk(
     State(state): State<AppState>,
     Writer(agent): Writer,
     ApiPath(collection): ApiPath<String>,
-    ApiJson(requests): ApiJson<Vec<CreateMemoryRequest>>,
+    ApiJsonArray(requests): ApiJsonArray<CreateMemoryRequest>,
 ) -> ApiResult<(StatusCode, Json<BulkCreateResponse>)> {
     let name = writable_or_new(&state, &agent, &collection)?;
     if requests.is_empty() || requests.len() > BULK_MAX_ITEMS {
@@ -316,8 +366,14 @@ pub async fn list(
             "limit must be 1 to {LIST_LIMIT_MAX}, got {limit}"
         )));
     }
+    let offset = usize::try_from(query.offset.unwrap_or(0)).map_err(|_| {
+        ApiError::Validation(format!(
+            "offset must not be negative, got {:?}",
+            query.offset
+        ))
+    })?;
     let page = ListPage {
-        offset: query.offset.unwrap_or(0),
+        offset,
         limit,
         include_archived: query.include_archived.unwrap_or(false),
     };
@@ -330,8 +386,8 @@ pub async fn list(
     ))
 }
 
-#[utoipa::path(get, path = "/v1/memory/collections/{collection}/memories/{id}", tag = "memories",
-    params(("collection" = String, Path), ("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/memory/collections/{collection}/memories/{memory_id}", tag = "memories",
+    params(("collection" = String, Path), ("memory_id" = String, Path)),
     responses((status = 200, body = MemoryResponse), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn fetch(
@@ -345,8 +401,8 @@ pub async fn fetch(
 }
 
 /// Changes only the given fields; a text change re-embeds the memory.
-#[utoipa::path(patch, path = "/v1/memory/collections/{collection}/memories/{id}", tag = "memories",
-    params(("collection" = String, Path), ("id" = String, Path)), request_body = PatchMemoryRequest,
+#[utoipa::path(patch, path = "/v1/memory/collections/{collection}/memories/{memory_id}", tag = "memories",
+    params(("collection" = String, Path), ("memory_id" = String, Path)), request_body = PatchMemoryRequest,
     responses((status = 200, body = MemoryResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -365,8 +421,8 @@ pub async fn patch(
     Ok(Json(MemoryResponse::from(&*memory)))
 }
 
-#[utoipa::path(delete, path = "/v1/memory/collections/{collection}/memories/{id}", tag = "memories",
-    params(("collection" = String, Path), ("id" = String, Path)),
+#[utoipa::path(delete, path = "/v1/memory/collections/{collection}/memories/{memory_id}", tag = "memories",
+    params(("collection" = String, Path), ("memory_id" = String, Path)),
     responses((status = 204, description = "deleted"), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -384,8 +440,8 @@ pub async fn remove(
 }
 
 /// Moves the memory (same id) to another collection, created when missing; returns it.
-#[utoipa::path(post, path = "/v1/memory/collections/{collection}/memories/{id}/move", tag = "memories",
-    params(("collection" = String, Path), ("id" = String, Path)), request_body = MoveMemoryRequest,
+#[utoipa::path(post, path = "/v1/memory/collections/{collection}/memories/{memory_id}/move", tag = "memories",
+    params(("collection" = String, Path), ("memory_id" = String, Path)), request_body = MoveMemoryRequest,
     responses((status = 200, body = MemoryResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -405,8 +461,8 @@ pub async fn move_to(
 }
 
 /// Pins or unpins; pinned memories rank first in listings.
-#[utoipa::path(post, path = "/v1/memory/collections/{collection}/memories/{id}/pin", tag = "memories",
-    params(("collection" = String, Path), ("id" = String, Path)), request_body = PinRequest,
+#[utoipa::path(post, path = "/v1/memory/collections/{collection}/memories/{memory_id}/pin", tag = "memories",
+    params(("collection" = String, Path), ("memory_id" = String, Path)), request_body = PinRequest,
     responses((status = 200, body = MemoryResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -425,8 +481,8 @@ pub async fn pin(
 }
 
 /// Archives (soft delete) or restores; archived memories leave default listings.
-#[utoipa::path(post, path = "/v1/memory/collections/{collection}/memories/{id}/archive", tag = "memories",
-    params(("collection" = String, Path), ("id" = String, Path)), request_body = ArchiveRequest,
+#[utoipa::path(post, path = "/v1/memory/collections/{collection}/memories/{memory_id}/archive", tag = "memories",
+    params(("collection" = String, Path), ("memory_id" = String, Path)), request_body = ArchiveRequest,
     responses((status = 200, body = MemoryResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]

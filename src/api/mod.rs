@@ -10,10 +10,12 @@ pub mod grants;
 pub mod graph;
 pub mod keys;
 pub mod maintenance;
+pub mod mcp;
 pub mod memories;
 pub mod metrics;
 pub mod openapi;
 pub mod operator;
+pub mod proxy;
 pub mod public;
 pub mod ratelimit;
 pub mod search;
@@ -81,9 +83,11 @@ pub fn router(state: AppState) -> Router {
         .merge(keys::routes())
         .merge(grants::routes())
         .merge(maintenance::routes())
+        .merge(mcp::routes())
         .merge(operator::routes())
         .merge(settings::routes())
         .merge(webhooks::routes())
+        .merge(proxy::routes())
         .fallback(fallback)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))

@@ -2,12 +2,15 @@
 
 use axum::routing::get;
 use axum::{Json, Router};
+use utoipa::openapi::header::{Header, HeaderBuilder};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    admin, audit, collections, grants, graph, keys, maintenance, memories, operator, public,
-    search, settings, webhooks, AppState,
+    admin, audit, collections, grants, graph, keys, maintenance, mcp, memories, operator, proxy,
+    public, search, settings, webhooks, AppState,
 };
 use crate::error::ErrorBody;
 
@@ -36,9 +39,11 @@ use crate::error::ErrorBody;
         keys::list, keys::create, keys::revoke, keys::agents, keys::rotate,
         webhooks::fetch, webhooks::put, webhooks::remove,
         grants::upsert, grants::list, grants::remove,
+        proxy::chat_completions,
+        mcp::handle,
     ),
     components(schemas(ErrorBody)),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &CommonResponses, &CollectionNames),
     tags(
         (name = "public", description = "No key needed"),
         (name = "admin", description = "Tenants and the caller's account"),
@@ -52,6 +57,8 @@ use crate::error::ErrorBody;
         (name = "webhooks", description = "Signed outbound webhooks for memory events"),
         (name = "operator", description = "Admin-flagged tenants only: metrics, usage, connectors, analytics"),
         (name = "grants", description = "Per-agent access to a collection: zero grants = open"),
+        (name = "proxy", description = "OpenAI-compatible chat completions with memories injected"),
+        (name = "mcp", description = "Model Context Protocol over streamable HTTP: memory tools for agents"),
     )
 )]
 pub struct ApiDoc;
@@ -70,6 +77,167 @@ impl Modify for BearerAuth {
                     .build(),
             ),
         );
+    }
+}
+
+/// The error answers every authenticated operation can give, added here so that each
+/// operation's annotation lists only its own: 401 (no, bad or revoked key), 422 (a path,
+/// query or body that does not validate) and 429 (over the key's rate limit, with
+/// `Retry-After`); plus 400 (an unreadable body) and 413 (a body over the size limit) on
+/// operations that take a body. Every answer to an authenticated request carries the
+/// `RateLimit-*` headers (absent only while the limiter fails open).
+struct CommonResponses;
+
+impl CommonResponses {
+    fn error(description: &str) -> Response {
+        ResponseBuilder::new()
+            .description(description)
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorBody")))
+                    .build(),
+            )
+            .build()
+    }
+
+    fn integer_header(description: &str) -> Header {
+        HeaderBuilder::new()
+            .schema(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(0)),
+            )
+            .description(Some(description))
+            .build()
+    }
+
+    fn rate_limit_headers() -> [(&'static str, Header); 3] {
+        [
+            (
+                "RateLimit-Limit",
+                Self::integer_header("Requests per minute allowed for this API key"),
+            ),
+            (
+                "RateLimit-Remaining",
+                Self::integer_header("Requests left in the current window"),
+            ),
+            (
+                "RateLimit-Reset",
+                Self::integer_header("When the window resets, in unix seconds"),
+            ),
+        ]
+    }
+}
+
+impl Modify for CommonResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let mut too_many = ResponseBuilder::new()
+            .description("Over the API key's rate limit; retry after `Retry-After` seconds")
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorBody")))
+                    .build(),
+            )
+            .header(
+                "Retry-After",
+                Self::integer_header("Seconds until the window resets"),
+            );
+        for (name, header) in Self::rate_limit_headers() {
+            too_many = too_many.header(name, header);
+        }
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components
+            .responses
+            .insert("TooManyRequests".to_owned(), too_many.build().into());
+        for path in openapi.paths.paths.values_mut() {
+            let operations = [
+                path.get.as_mut(),
+                path.put.as_mut(),
+                path.post.as_mut(),
+                path.delete.as_mut(),
+                path.patch.as_mut(),
+            ];
+            for operation in operations.into_iter().flatten() {
+                let secured = operation
+                    .security
+                    .as_ref()
+                    .is_some_and(|requirements| !requirements.is_empty());
+                if !secured {
+                    continue;
+                }
+                let takes_body = operation.request_body.is_some();
+                let responses = &mut operation.responses.responses;
+                for response in responses.values_mut() {
+                    if let RefOr::T(response) = response {
+                        for (name, header) in Self::rate_limit_headers() {
+                            response.headers.entry(name.to_owned()).or_insert(header);
+                        }
+                    }
+                }
+                let mut common = vec![
+                    (
+                        "401",
+                        Self::error("Missing, malformed, invalid or revoked API key"),
+                    ),
+                    (
+                        "422",
+                        Self::error("A path, query or body value that does not validate"),
+                    ),
+                ];
+                if takes_body {
+                    common.push(("400", Self::error("The request body could not be read")));
+                    common.push(("413", Self::error("The request body is too large")));
+                }
+                for (status, response) in common {
+                    responses
+                        .entry(status.to_owned())
+                        .or_insert_with(|| response.into());
+                }
+                responses
+                    .entry("429".to_owned())
+                    .or_insert_with(|| Ref::from_response_name("TooManyRequests").into());
+            }
+        }
+    }
+}
+
+/// Every `{collection}` path parameter is a collection name (1 to 128 letters, digits,
+/// `_`, `-` and `.`, not starting with `.`): set here once rather than on each operation.
+/// Health and summary keep a free string: they answer any name (`exists: false`).
+struct CollectionNames;
+
+impl Modify for CollectionNames {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for (template, path) in openapi.paths.paths.iter_mut() {
+            let any_name = template.ends_with("/health") || template.ends_with("/summary");
+            if !template.contains("{collection}") || any_name {
+                continue;
+            }
+            let operations = [
+                path.get.as_mut(),
+                path.put.as_mut(),
+                path.post.as_mut(),
+                path.delete.as_mut(),
+                path.patch.as_mut(),
+            ];
+            let parameters = operations
+                .into_iter()
+                .flatten()
+                .filter_map(|operation| operation.parameters.as_mut())
+                .flatten()
+                .filter(|parameter| parameter.name == "collection");
+            for parameter in parameters {
+                parameter.schema = Some(
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .max_length(Some(128))
+                        .pattern(Some("^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$"))
+                        .into(),
+                );
+            }
+        }
     }
 }
 

@@ -24,6 +24,7 @@ pub fn routes() -> Router<AppState> {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ServiceHealthResponse)]
 pub struct HealthResponse {
     /// Always `healthy` once the server serves.
     #[schema(example = "healthy")]
@@ -109,7 +110,7 @@ pub async fn status(State(state): State<AppState>) -> Json<StatusResponse> {
 /// Cookieless pageview beacon: counts the page path and the referrer's host. Always 204,
 /// whatever the body or credentials.
 #[utoipa::path(post, path = "/v1/pulse", tag = "public",
-    request_body(content = Object, description = "`{\"path\": \"/pricing\", \"referrer\": \"https://...\"}`; any body is accepted"),
+    request_body(content = Option<serde_json::Value>, description = "`{\"path\": \"/pricing\", \"referrer\": \"https://...\"}`; any body, or none, is accepted"),
     responses((status = 204, description = "always")))]
 pub async fn pulse(State(state): State<AppState>, request: Request) -> StatusCode {
     let body = to_bytes(request.into_body(), BEACON_BODY_MAX)
@@ -121,7 +122,7 @@ pub async fn pulse(State(state): State<AppState>, request: Request) -> StatusCod
 
 /// Legacy alias of `/v1/pulse`.
 #[utoipa::path(post, path = "/v1/track", tag = "public",
-    request_body(content = Object, description = "as for /v1/pulse"),
+    request_body(content = Option<serde_json::Value>, description = "as for /v1/pulse"),
     responses((status = 204, description = "always")))]
 pub async fn track(state: State<AppState>, request: Request) -> StatusCode {
     pulse(state, request).await

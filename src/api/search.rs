@@ -1,5 +1,5 @@
 //! Search: `POST /v1/memory/collections/{collection}/search`, `POST /v1/memory/search`
-//! (tenant-wide), `GET .../memories/{id}/related`, `POST .../forget`.
+//! (tenant-wide), `GET .../memories/{memory_id}/related`, `POST .../forget`.
 
 use axum::extract::State;
 use axum::routing::{get, post};
@@ -19,7 +19,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::auth::{Authenticated, Writer};
 use super::collections::{readable, writable};
-use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::extract::{optional_integer, ApiJson, ApiPath, ApiQuery};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
@@ -29,7 +29,7 @@ pub fn routes() -> Router<AppState> {
         .route(&format!("{collection}/search"), post(search_collection))
         .route("/v1/memory/search", post(search_tenant))
         .route(
-            &format!("{collection}/memories/{{id}}/related"),
+            &format!("{collection}/memories/{{memory_id}}/related"),
             get(related),
         )
         .route(&format!("{collection}/forget"), post(forget))
@@ -46,11 +46,20 @@ pub enum ModeParam {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchRequest {
+    /// 1 to 10000 characters, not only whitespace.
+    #[schema(
+        min_length = 1,
+        max_length = 10000,
+        pattern = r"[^\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    )]
     pub query: String,
     /// 1 to 50; default 5.
+    #[schema(minimum = 1, maximum = 50)]
+    #[serde(default, deserialize_with = "optional_integer")]
     pub limit: Option<i64>,
     /// The vector threshold (cosine similarity, -1 to 1); default 0.3. In hybrid mode a
     /// strong keyword match is returned even below it.
+    #[schema(minimum = -1.0, maximum = 1.0)]
     pub min_score: Option<f64>,
     /// `hybrid` (default), `vector` or `text`.
     pub mode: Option<ModeParam>,
@@ -257,15 +266,17 @@ pub async fn search_tenant(
 #[into_params(parameter_in = Query)]
 pub struct RelatedQuery {
     /// 1 to 50; default 5.
+    #[param(minimum = 1, maximum = 50)]
     pub limit: Option<i64>,
-    /// Minimum cosine similarity; default 0.0.
+    /// Minimum cosine similarity (-1 to 1); default 0.0.
+    #[param(minimum = -1.0, maximum = 1.0)]
     pub min_score: Option<f64>,
 }
 
 /// Nearest neighbours by the memory's own embedding, excluding itself, archived,
 /// superseded and expired memories; in the search response shape.
-#[utoipa::path(get, path = "/v1/memory/collections/{collection}/memories/{id}/related", tag = "search",
-    params(("collection" = String, Path), ("id" = String, Path), RelatedQuery),
+#[utoipa::path(get, path = "/v1/memory/collections/{collection}/memories/{memory_id}/related", tag = "search",
+    params(("collection" = String, Path), ("memory_id" = String, Path), RelatedQuery),
     responses((status = 200, body = SearchResponse), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -288,10 +299,19 @@ pub async fn related(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ForgetRequest {
+    /// 1 to 10000 characters, not only whitespace.
+    #[schema(
+        min_length = 1,
+        max_length = 10000,
+        pattern = r"[^\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    )]
     pub query: String,
-    /// Minimum cosine similarity of a memory to delete; default 0.5.
+    /// Minimum cosine similarity of a memory to delete (-1 to 1); default 0.5.
+    #[schema(minimum = -1.0, maximum = 1.0)]
     pub min_score: Option<f64>,
     /// At most this many memories are deleted (1 to 100); default 10.
+    #[schema(minimum = 1, maximum = 100)]
+    #[serde(default, deserialize_with = "optional_integer")]
     pub limit: Option<i64>,
 }
 

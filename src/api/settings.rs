@@ -34,6 +34,7 @@ pub fn routes() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct ExtractionConfigRequest {
     /// `custom`: any OpenAI-compatible chat-completions endpoint.
+    #[schema(pattern = "^custom$")]
     pub provider: String,
     /// The API's base URL, e.g. `https://api.openai.com/v1` (the service POSTs to
     /// `{base_url}/chat/completions`).
@@ -153,7 +154,7 @@ pub async fn delete_extraction(
 #[serde(deny_unknown_fields)]
 pub struct SpendCapRequest {
     /// Monthly cap on platform LLM spend in US dollars; null clears it.
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, required = true, minimum = 0.0)]
     pub monthly_usd: Value,
 }
 

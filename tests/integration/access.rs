@@ -171,12 +171,13 @@ fn grant_requests_are_validated() {
     ] {
         expect_error(owner.put(&path, &body), 422);
     }
+    // A body naming no key of the tenant is invalid (the collection itself exists).
     let unknown = json!({"agent_key_id": "key_nope", "can_read": true, "can_write": true});
-    expect_error(owner.put(&path, &unknown), 404);
+    expect_error(owner.put(&path, &unknown), 422);
     // Another tenant's key cannot be granted, and another tenant's collection is not found.
     let foreign_key = expect_status(other.get("/v1/memory/admin/me"), 200)["key"]["id"].clone();
     let foreign = json!({"agent_key_id": foreign_key, "can_read": true, "can_write": true});
-    expect_error(owner.put(&path, &foreign), 404);
+    expect_error(owner.put(&path, &foreign), 422);
     expect_error(other.get(&path), 404);
     let missing = grants_path(&unique("missing"));
     let grant = json!({"agent_key_id": key_id, "can_read": true, "can_write": true});

@@ -93,19 +93,19 @@ fn openapi_is_3_1_and_describes_every_route() {
             &["post"],
         ),
         (
-            "/v1/memory/collections/{collection}/memories/{id}",
+            "/v1/memory/collections/{collection}/memories/{memory_id}",
             &["get", "patch", "delete"],
         ),
         (
-            "/v1/memory/collections/{collection}/memories/{id}/move",
+            "/v1/memory/collections/{collection}/memories/{memory_id}/move",
             &["post"],
         ),
         (
-            "/v1/memory/collections/{collection}/memories/{id}/pin",
+            "/v1/memory/collections/{collection}/memories/{memory_id}/pin",
             &["post"],
         ),
         (
-            "/v1/memory/collections/{collection}/memories/{id}/archive",
+            "/v1/memory/collections/{collection}/memories/{memory_id}/archive",
             &["post"],
         ),
         ("/v1/memory/collections/{collection}/dedup", &["post"]),

@@ -35,6 +35,12 @@ const TENANT_LABELS: [&str; 3] = ["A", "B", "C"];
 
 /// Endpoints without security in `/openapi.json`: they take no key and return no tenant's
 /// data (readiness, the status page and the cookieless pageview beacon).
+/// Endpoints whose isolation (tenants, read-only keys, grants) is tested in their own
+/// suites, because one request there reaches many collections: MCP tools
+/// (tests/integration/mcp.rs) and the chat proxy, which needs an LLM upstream
+/// (tests/integration/proxy.rs).
+const OWN_SUITES: [(&str, &str); 2] = [("POST", "/v1/mcp"), ("POST", "/v1/proxy/chat/completions")];
+
 const PUBLIC: [(&str, &str); 4] = [
     ("GET", "/v1/memory/health"),
     ("GET", "/v1/status"),
@@ -244,8 +250,8 @@ const TABLE: &[Entry] = &[
     // Reads of a collection.
     entry("GET", "/v1/memory/collections/{collection}", Access::CollectionRead, Shape::Collection, 200),
     entry("GET", "/v1/memory/collections/{collection}/memories", Access::CollectionRead, Shape::Collection, 200),
-    entry("GET", "/v1/memory/collections/{collection}/memories/{id}", Access::CollectionRead, Shape::Memory, 200),
-    entry("GET", "/v1/memory/collections/{collection}/memories/{id}/related", Access::CollectionRead, Shape::Memory, 200),
+    entry("GET", "/v1/memory/collections/{collection}/memories/{memory_id}", Access::CollectionRead, Shape::Memory, 200),
+    entry("GET", "/v1/memory/collections/{collection}/memories/{memory_id}/related", Access::CollectionRead, Shape::Memory, 200),
     entry("POST", "/v1/memory/collections/{collection}/search", Access::CollectionRead, Shape::Collection, 200),
     entry("GET", "/v1/memory/collections/{collection}/health", Access::CollectionProbe, Shape::Collection, 200),
     entry("GET", "/v1/memory/collections/{collection}/summary", Access::CollectionProbe, Shape::Collection, 200),
@@ -258,11 +264,11 @@ const TABLE: &[Entry] = &[
     entry("POST", "/v1/memory/collections/{collection}/memories/bulk", Access::CollectionCreate, Shape::Collection, 201),
     entry("POST", "/v1/memory/collections/{collection}/remember", Access::CollectionCreate, Shape::Collection, 202),
     entry("PUT", "/v1/memory/collections/{collection}", Access::CollectionWrite, Shape::Collection, 200),
-    entry("PATCH", "/v1/memory/collections/{collection}/memories/{id}", Access::CollectionWrite, Shape::Memory, 200).spending(Throwaway::Memory),
-    entry("POST", "/v1/memory/collections/{collection}/memories/{id}/pin", Access::CollectionWrite, Shape::Memory, 200).spending(Throwaway::Memory),
-    entry("POST", "/v1/memory/collections/{collection}/memories/{id}/archive", Access::CollectionWrite, Shape::Memory, 200).spending(Throwaway::Memory),
-    entry("POST", "/v1/memory/collections/{collection}/memories/{id}/move", Access::CollectionWrite, Shape::Memory, 200).spending(Throwaway::Memory),
-    entry("DELETE", "/v1/memory/collections/{collection}/memories/{id}", Access::CollectionWrite, Shape::Memory, 204).spending(Throwaway::Memory),
+    entry("PATCH", "/v1/memory/collections/{collection}/memories/{memory_id}", Access::CollectionWrite, Shape::Memory, 200).spending(Throwaway::Memory),
+    entry("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/pin", Access::CollectionWrite, Shape::Memory, 200).spending(Throwaway::Memory),
+    entry("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/archive", Access::CollectionWrite, Shape::Memory, 200).spending(Throwaway::Memory),
+    entry("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/move", Access::CollectionWrite, Shape::Memory, 200).spending(Throwaway::Memory),
+    entry("DELETE", "/v1/memory/collections/{collection}/memories/{memory_id}", Access::CollectionWrite, Shape::Memory, 204).spending(Throwaway::Memory),
     entry("POST", "/v1/memory/collections/{collection}/forget", Access::CollectionWrite, Shape::Collection, 200).spending(Throwaway::Memory),
     entry("POST", "/v1/memory/collections/{collection}/dedup", Access::CollectionWrite, Shape::Collection, 200),
     entry("POST", "/v1/memory/collections/{collection}/archive-stale", Access::CollectionWrite, Shape::Collection, 200),
@@ -378,6 +384,13 @@ fn expectation(entry: &Entry, kind: KeyKind, scope: Scope) -> Expect {
                     }
                 }
             }
+        }
+        // A grant naming another tenant's key in the caller's own collection: that key is
+        // no key of this tenant, invalid input.
+        Scope::OwnWithForeignIds(_)
+            if entry.access == Access::CollectionOwner && entry.method == "PUT" =>
+        {
+            owner_only(Expect::Status(422))
         }
         Scope::OwnWithForeignIds(_) | Scope::Foreign(..) => match entry.access {
             // A search or a new collection in the caller's own tenant, naming the
@@ -731,6 +744,9 @@ fn endpoints_from_openapi() -> (Vec<usize>, Vec<(String, String)>) {
                 }
                 continue;
             }
+            if OWN_SUITES.contains(&(method.as_str(), path.as_str())) {
+                continue;
+            }
             match TABLE
                 .iter()
                 .position(|entry| entry.method == method && entry.template == path)
@@ -785,7 +801,6 @@ struct Target {
 fn fill(template: &str, target: &Target) -> Result<String, String> {
     let path = template
         .replace("{collection}", &target.collection)
-        .replace("{id}", &target.memory_id)
         .replace("{memory_id}", &target.memory_id)
         .replace("{key_id}", &target.key_id)
         .replace("{agent_key_id}", &target.agent_key_id)
@@ -834,19 +849,19 @@ fn body_for(
         ("PUT", "/v1/memory/collections/{collection}") => {
             json!({"description": text, "metadata": {"hijacked": true}})
         }
-        ("PATCH", "/v1/memory/collections/{collection}/memories/{id}") if allowed => {
+        ("PATCH", "/v1/memory/collections/{collection}/memories/{memory_id}") if allowed => {
             json!({"importance": 0.9})
         }
-        ("PATCH", "/v1/memory/collections/{collection}/memories/{id}") => {
+        ("PATCH", "/v1/memory/collections/{collection}/memories/{memory_id}") => {
             json!({"text": text, "importance": 0.01, "category": "hijacked"})
         }
-        ("POST", "/v1/memory/collections/{collection}/memories/{id}/pin") => {
+        ("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/pin") => {
             json!({"pinned": true})
         }
-        ("POST", "/v1/memory/collections/{collection}/memories/{id}/archive") => {
+        ("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/archive") => {
             json!({"archived": true})
         }
-        ("POST", "/v1/memory/collections/{collection}/memories/{id}/move") => {
+        ("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/move") => {
             json!({"to_collection": target.move_to})
         }
         ("POST", "/v1/memory/collections/{collection}/forget") if allowed => {

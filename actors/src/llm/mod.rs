@@ -109,6 +109,14 @@ pub struct ChatResponse {
     pub usage: TokenUsage,
 }
 
+/// What a pass-through call ([`Llm::complete_raw`]) returned: the endpoint's
+/// chat-completion object as it sent it, and the tokens it reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawCompletion {
+    pub body: serde_json::Map<String, serde_json::Value>,
+    pub usage: TokenUsage,
+}
+
 /// Why a call failed. Messages are meant for humans (operators and tenants checking their
 /// own LLM configuration) and never include the API key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -157,6 +165,14 @@ pub trait Llm: Send + Sync {
     fn model(&self) -> &str;
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError>;
+
+    /// Posts a chat-completions body built by someone else (the chat proxy) as it is, with
+    /// the configured model when it names none, and returns the endpoint's JSON object
+    /// whole. Only this LLM's own credentials are sent.
+    async fn complete_raw(
+        &self,
+        body: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<RawCompletion, LlmError>;
 }
 
 /// How to reach an OpenAI-compatible chat-completions endpoint.

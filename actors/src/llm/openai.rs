@@ -8,6 +8,8 @@
 //! - Endpoints that reject `max_tokens` in favour of `max_completion_tokens`, or that reject
 //!   a `temperature`, are adapted to once (on their 400) and remembered; that resend is not
 //!   counted as a retry.
+//! - [`Llm::complete_raw`] (the chat proxy) posts the caller's body as it is, with the same
+//!   timeout and retries but no adaptation, and returns the endpoint's JSON object whole.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -15,9 +17,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use reqwest::header::{HeaderValue, AUTHORIZATION, RETRY_AFTER};
 use reqwest::StatusCode;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use super::{truncate_chars, ChatRequest, ChatResponse, Llm, LlmConfig, LlmError, TokenUsage};
+use super::{
+    truncate_chars, ChatRequest, ChatResponse, Llm, LlmConfig, LlmError, RawCompletion, TokenUsage,
+};
 
 /// The most a retry waits, whatever the backoff or `Retry-After` says.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(10);
@@ -157,10 +161,28 @@ impl OpenAiClient {
     }
 
     async fn attempt(&self, request: &ChatRequest) -> Result<ChatResponse, Failure> {
-        let mut builder = self
-            .http
-            .post(self.endpoint.clone())
-            .json(&self.wire_body(request));
+        let bytes = self
+            .post(&self.wire_body(request), |body| {
+                self.adapt_to_rejection(request, body)
+            })
+            .await?;
+        self.parse_response(&bytes).map_err(Failure::fatal)
+    }
+
+    async fn attempt_raw(&self, body: &Value) -> Result<RawCompletion, Failure> {
+        // A pass-through sends what the caller chose: no adaptation to rejections.
+        let bytes = self.post(body, |_| false).await?;
+        self.parse_raw_response(&bytes).map_err(Failure::fatal)
+    }
+
+    /// One POST of `body`; the successful response's bytes. `adapt` sees a 400's body and
+    /// says whether the client changed what it sends (so the request can go again at once).
+    async fn post(
+        &self,
+        body: &Value,
+        adapt: impl FnOnce(&str) -> bool,
+    ) -> Result<Vec<u8>, Failure> {
+        let mut builder = self.http.post(self.endpoint.clone()).json(body);
         if let Some(authorization) = &self.authorization {
             builder = builder.header(AUTHORIZATION, authorization.clone());
         }
@@ -172,8 +194,7 @@ impl OpenAiClient {
                 .await
                 .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
                 .unwrap_or_default();
-            let adapted =
-                status == StatusCode::BAD_REQUEST && self.adapt_to_rejection(request, &body);
+            let adapted = status == StatusCode::BAD_REQUEST && adapt(&body);
             return Err(Failure {
                 error: LlmError::Status {
                     status: status.as_u16(),
@@ -187,17 +208,84 @@ impl OpenAiClient {
                 adapted,
             });
         }
-        let bytes = match read_capped(response, MAX_RESPONSE_BYTES).await {
-            Ok(bytes) => bytes,
-            Err(ReadError::TooLarge) => {
-                return Err(Failure::fatal(LlmError::InvalidResponse(format!(
-                    "the response is larger than {} MiB",
-                    MAX_RESPONSE_BYTES / (1024 * 1024)
-                ))))
-            }
-            Err(ReadError::Http(error)) => return Err(Failure::from_reqwest(error)),
+        match read_capped(response, MAX_RESPONSE_BYTES).await {
+            Ok(bytes) => Ok(bytes),
+            Err(ReadError::TooLarge) => Err(Failure::fatal(LlmError::InvalidResponse(format!(
+                "the response is larger than {} MiB",
+                MAX_RESPONSE_BYTES / (1024 * 1024)
+            )))),
+            Err(ReadError::Http(error)) => Err(Failure::from_reqwest(error)),
+        }
+    }
+
+    /// A pass-through's answer: a JSON object with a `choices` array, kept whole.
+    fn parse_raw_response(&self, bytes: &[u8]) -> Result<RawCompletion, LlmError> {
+        let Ok(Value::Object(body)) = serde_json::from_slice::<Value>(bytes) else {
+            return Err(LlmError::InvalidResponse(
+                "the response body is not a JSON object".to_owned(),
+            ));
         };
-        self.parse_response(&bytes).map_err(Failure::fatal)
+        if !body.get("choices").is_some_and(Value::is_array) {
+            if let Some(message) = body
+                .get("error")
+                .and_then(|error| error.get("message"))
+                .and_then(Value::as_str)
+            {
+                return Err(LlmError::InvalidResponse(format!(
+                    "the endpoint reported an error: {}",
+                    self.redact(truncate_chars(message, ERROR_BODY_CHARS))
+                )));
+            }
+            return Err(LlmError::InvalidResponse(
+                "the response has no choices array".to_owned(),
+            ));
+        }
+        let tokens = |field: &str| {
+            body.get("usage")
+                .and_then(|usage| usage.get(field))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+        };
+        let usage = TokenUsage {
+            prompt_tokens: tokens("prompt_tokens"),
+            completion_tokens: tokens("completion_tokens"),
+        };
+        Ok(RawCompletion { body, usage })
+    }
+
+    /// Runs `attempt` until it succeeds, fails for good, or the retries are spent.
+    async fn with_retries<T, Attempt, Outcome>(&self, mut attempt: Attempt) -> Result<T, LlmError>
+    where
+        Attempt: FnMut() -> Outcome,
+        Outcome: std::future::Future<Output = Result<T, Failure>>,
+    {
+        let mut retries = 0;
+        let mut adaptations = 0;
+        loop {
+            let failure = match attempt().await {
+                Ok(response) => return Ok(response),
+                Err(failure) => failure,
+            };
+            if failure.adapted && adaptations < 2 {
+                adaptations += 1;
+                continue;
+            }
+            if !failure.retryable || retries >= self.config.max_retries {
+                return Err(failure.error);
+            }
+            let delay = failure
+                .retry_after
+                .unwrap_or_else(|| backoff_delay(self.config.backoff, retries));
+            retries += 1;
+            tracing::warn!(
+                model = %self.config.model,
+                error = %failure.error,
+                retry = retries,
+                delay_ms = delay.as_millis() as u64,
+                "LLM call failed; retrying"
+            );
+            tokio::time::sleep(delay).await;
+        }
     }
 
     fn parse_response(&self, bytes: &[u8]) -> Result<ChatResponse, LlmError> {
@@ -249,33 +337,16 @@ impl Llm for OpenAiClient {
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        let mut retries = 0;
-        let mut adaptations = 0;
-        loop {
-            let failure = match self.attempt(&request).await {
-                Ok(response) => return Ok(response),
-                Err(failure) => failure,
-            };
-            if failure.adapted && adaptations < 2 {
-                adaptations += 1;
-                continue;
-            }
-            if !failure.retryable || retries >= self.config.max_retries {
-                return Err(failure.error);
-            }
-            let delay = failure
-                .retry_after
-                .unwrap_or_else(|| backoff_delay(self.config.backoff, retries));
-            retries += 1;
-            tracing::warn!(
-                model = %self.config.model,
-                error = %failure.error,
-                retry = retries,
-                delay_ms = delay.as_millis() as u64,
-                "LLM call failed; retrying"
-            );
-            tokio::time::sleep(delay).await;
+        self.with_retries(|| self.attempt(&request)).await
+    }
+
+    async fn complete_raw(&self, body: Map<String, Value>) -> Result<RawCompletion, LlmError> {
+        let mut body = body;
+        if !body.get("model").is_some_and(Value::is_string) {
+            body.insert("model".to_owned(), json!(self.config.model));
         }
+        let body = Value::Object(body);
+        self.with_retries(|| self.attempt_raw(&body)).await
     }
 }
 
@@ -674,6 +745,88 @@ mod tests {
         assert!(requests[2].body.get("temperature").is_none());
         assert!(requests[3].body.get("temperature").is_none());
         assert_eq!(requests[3].body["max_completion_tokens"], 10);
+    }
+
+    fn raw_body(model: Option<&str>) -> Map<String, Value> {
+        let mut body = Map::new();
+        body.insert(
+            "messages".to_owned(),
+            json!([{"role": "user", "content": "hi", "name": "ana"}]),
+        );
+        body.insert("top_p".to_owned(), json!(0.5));
+        if let Some(model) = model {
+            body.insert("model".to_owned(), json!(model));
+        }
+        body
+    }
+
+    #[tokio::test]
+    async fn raw_completions_pass_the_body_through_and_return_the_object_whole() {
+        let server = FakeLlmServer::start();
+        server.push(FakeReply::json(
+            200,
+            json!({"id": "chatcmpl-1", "object": "chat.completion", "system_fingerprint": "fp",
+                   "choices": [{"index": 0, "message": {"role": "assistant", "content": "yo"}}],
+                   "usage": {"prompt_tokens": 9, "completion_tokens": 2}}),
+        ));
+        server.push(FakeReply::chat("again"));
+        let mut config = server.config("test-model");
+        config.api_key = Some("sk-platform".to_owned());
+        let client = OpenAiClient::new(config).unwrap();
+
+        let completion = client.complete_raw(raw_body(None)).await.unwrap();
+        assert_eq!(completion.body["system_fingerprint"], json!("fp"));
+        assert_eq!(completion.body["id"], json!("chatcmpl-1"));
+        assert_eq!(
+            completion.usage,
+            TokenUsage {
+                prompt_tokens: 9,
+                completion_tokens: 2
+            }
+        );
+        client.complete_raw(raw_body(Some("other"))).await.unwrap();
+        let requests = server.requests();
+        assert_eq!(
+            requests[0].header("authorization"),
+            Some("Bearer sk-platform")
+        );
+        assert_eq!(requests[0].body["model"], json!("test-model"));
+        assert_eq!(requests[0].body["top_p"], json!(0.5));
+        assert_eq!(requests[0].body["messages"][0]["name"], json!("ana"));
+        assert_eq!(requests[1].body["model"], json!("other"));
+    }
+
+    #[tokio::test]
+    async fn raw_completions_retry_5xx_not_4xx_and_refuse_non_completions() {
+        let server = FakeLlmServer::start();
+        server.push(FakeReply::text(502, "bad gateway"));
+        server.push(FakeReply::chat("ok"));
+        server.push(FakeReply::json(
+            400,
+            json!({"error": {"message": "Unsupported parameter: 'max_tokens'; use 'max_completion_tokens'"}}),
+        ));
+        server.push(FakeReply::json(
+            200,
+            json!({"error": {"message": "overloaded"}}),
+        ));
+        server.push(FakeReply::text(200, "not json"));
+        let client = client(&server);
+        assert!(client.complete_raw(raw_body(None)).await.is_ok());
+        assert_eq!(server.request_count(), 2);
+        let mut with_max_tokens = raw_body(None);
+        with_max_tokens.insert("max_tokens".to_owned(), json!(5));
+        let error = client.complete_raw(with_max_tokens).await.unwrap_err();
+        assert!(
+            matches!(error, LlmError::Status { status: 400, .. }),
+            "{error}"
+        );
+        // Not adapted or retried: the caller chose what to send.
+        assert_eq!(server.request_count(), 3);
+        let error = client.complete_raw(raw_body(None)).await.unwrap_err();
+        assert!(error.to_string().contains("overloaded"), "{error}");
+        let error = client.complete_raw(raw_body(None)).await.unwrap_err();
+        assert!(matches!(error, LlmError::InvalidResponse(_)), "{error}");
+        assert_eq!(server.request_count(), 5);
     }
 
     #[test]

@@ -171,6 +171,11 @@ impl Intelligence {
     fn price(&self, model: &str) -> ModelPrice {
         self.config.prices.get(model).copied().unwrap_or_default()
     }
+
+    /// Whether `[llm.prices]` lists the model (so its calls count against spend caps).
+    pub(crate) fn has_price(&self, model: &str) -> bool {
+        self.config.prices.contains_key(model)
+    }
 }
 
 pub(crate) fn month_of(at: DateTime<Utc>) -> String {
@@ -183,11 +188,11 @@ impl Memvault {
         self.inner.intelligence.platform.is_some()
     }
 
-    /// The LLM for a tenant's call: its own extraction LLM for extraction, else the
-    /// platform LLM unless the tenant is over its cap.
+    /// The LLM for a tenant's call: its own extraction LLM for extraction and the chat
+    /// proxy, else the platform LLM unless the tenant is over its cap.
     pub(crate) async fn llm_for(&self, tenant: &TenantId, purpose: Purpose) -> Result<LlmChoice> {
         let settings = self.tenant_handle(tenant)?.snapshot().settings.clone();
-        if purpose == Purpose::Extract {
+        if matches!(purpose, Purpose::Extract | Purpose::Proxy) {
             if let Some(own) = &settings.extraction_llm {
                 return Ok(LlmChoice::Own(self.own_llm(tenant, own)?));
             }

@@ -4,12 +4,14 @@
 
 pub mod access;
 mod audit;
+mod changes;
 mod collections;
 pub mod intelligence;
 mod keys;
 mod maintenance;
 mod memories;
 mod operator;
+pub mod proxy;
 mod remember;
 mod search;
 mod settings;
@@ -25,6 +27,7 @@ use memvault_storage::{CollectionName, Store, TenantId};
 use ractor::{Actor, ActorRef};
 
 pub use access::{Access, CollectionGrants};
+pub use changes::CollectionChanges;
 pub use collections::CollectionView;
 pub use intelligence::{IntelligenceConfig, ModelPrice, Purpose};
 pub use keys::NewKey;
