@@ -396,8 +396,12 @@ fn a_job_queued_before_sigkill_runs_after_the_restart() {
         assert!(Instant::now() < deadline, "job never started: {job}");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // The job asks the LLM only after its processing state (attempt 1) is flushed to disk,
+    // so once the request arrives a kill cannot lose that attempt.
+    let (connection, request) = accept_one_request(&silent, deadline);
+    assert!(request.starts_with("POST /v1/chat/completions"), "{request}");
     server.kill_hard();
-    drop(silent);
+    drop((connection, silent));
 
     let server = ServerProcess::start(&data_dir, &[]).expect("server restarts");
     let client = server.client(KEY);
@@ -406,4 +410,32 @@ fn a_job_queued_before_sigkill_runs_after_the_restart() {
     assert_eq!(job["attempts"], json!(2), "{job}");
     let facts = job["facts"].as_array().unwrap();
     assert!(facts[0]["text"].as_str().unwrap().contains("teal"), "{job}");
+}
+
+/// Waits (until `deadline`) for one connection on `listener` and returns it, unanswered
+/// and open, with the start of what it sent.
+fn accept_one_request(
+    listener: &std::net::TcpListener,
+    deadline: Instant,
+) -> (std::net::TcpStream, String) {
+    use std::io::Read;
+    listener.set_nonblocking(true).unwrap();
+    let mut stream = loop {
+        match listener.accept() {
+            Ok((stream, _)) => break stream,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                assert!(Instant::now() < deadline, "the LLM was never called");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(error) => panic!("accept failed: {error}"),
+        }
+    };
+    stream.set_nonblocking(false).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut start = [0u8; 64];
+    let read = stream.read(&mut start).unwrap_or(0);
+    let text = String::from_utf8_lossy(&start[..read]).into_owned();
+    (stream, text)
 }
