@@ -54,17 +54,7 @@ impl Memvault {
                 .iter()
                 .rev()
                 .take_while(|(at, _)| *at >= since)
-                .filter_map(|(_, id)| {
-                    let superseded = snapshot.memories.get(id)?.clone();
-                    let current = snapshot
-                        .memories
-                        .get(superseded.superseded_by.as_deref()?)?
-                        .clone();
-                    Some(Contradiction {
-                        current,
-                        superseded,
-                    })
-                })
+                .filter_map(|(_, id)| Contradiction::of(&snapshot, id))
                 .take(limit)
                 .collect();
             CollectionChanges {

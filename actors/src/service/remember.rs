@@ -11,7 +11,7 @@ use super::intelligence::{LlmChoice, Purpose};
 use super::Memvault;
 use crate::agent::Agent;
 use crate::call::blocking;
-use crate::collection::{CollectionMessage, IncomingFact};
+use crate::collection::{CollectionMessage, CollectionSnapshot, IncomingFact};
 use crate::error::{Error, Result};
 use crate::extract::{self, ExtractedFact};
 use crate::extraction::ExtractionMessage;
@@ -70,6 +70,22 @@ impl RememberOutcome {
 pub struct Contradiction {
     pub current: Arc<MemoryRecord>,
     pub superseded: Arc<MemoryRecord>,
+}
+
+impl Contradiction {
+    /// The pair for the superseded memory `id`, when both it and its successor are still
+    /// in the snapshot.
+    pub(crate) fn of(snapshot: &CollectionSnapshot, id: &str) -> Option<Self> {
+        let superseded = snapshot.memories.get(id)?.clone();
+        let current = snapshot
+            .memories
+            .get(superseded.superseded_by.as_deref()?)?
+            .clone();
+        Some(Contradiction {
+            current,
+            superseded,
+        })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -299,17 +315,7 @@ impl Memvault {
             .superseded
             .iter()
             .rev()
-            .filter_map(|(_, id)| {
-                let superseded = snapshot.memories.get(id)?.clone();
-                let current = snapshot
-                    .memories
-                    .get(superseded.superseded_by.as_deref()?)?
-                    .clone();
-                Some(Contradiction {
-                    current,
-                    superseded,
-                })
-            })
+            .filter_map(|(_, id)| Contradiction::of(&snapshot, id))
             .take(limit)
             .collect())
     }
