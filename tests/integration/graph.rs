@@ -399,7 +399,10 @@ fn a_job_queued_before_sigkill_runs_after_the_restart() {
     // The job asks the LLM only after its processing state (attempt 1) is flushed to disk,
     // so once the request arrives a kill cannot lose that attempt.
     let (connection, request) = accept_one_request(&silent, deadline);
-    assert!(request.starts_with("POST /v1/chat/completions"), "{request}");
+    assert!(
+        request.starts_with("POST /v1/chat/completions"),
+        "{request}"
+    );
     server.kill_hard();
     drop((connection, silent));
 
