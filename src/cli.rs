@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
-use memvault_actors::service::BootstrapOutcome;
+use memvault_core::service::BootstrapOutcome;
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{Config, LogFormat};

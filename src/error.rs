@@ -86,9 +86,9 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<memvault_actors::Error> for ApiError {
-    fn from(error: memvault_actors::Error) -> Self {
-        use memvault_actors::Error;
+impl From<memvault_core::Error> for ApiError {
+    fn from(error: memvault_core::Error) -> Self {
+        use memvault_core::Error;
         match error {
             Error::NotFound(detail) => ApiError::NotFound(detail),
             Error::Conflict(detail) => ApiError::Conflict(detail),

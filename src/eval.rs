@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use memvault_actors::index::{dot, Quantization, VectorIndex};
-use memvault_actors::memory::NewMemory;
-use memvault_actors::search::{FusionParams, SearchFilter, SearchMode, SearchQuery};
-use memvault_actors::{Agent, Memvault};
+use memvault_core::memory::NewMemory;
+use memvault_core::{Agent, Memvault};
+use memvault_index::search::{FusionParams, SearchFilter, SearchMode, SearchQuery};
+use memvault_index::{dot, Quantization, VectorIndex};
 use memvault_storage::CollectionName;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};

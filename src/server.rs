@@ -8,18 +8,18 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memvault_actors::clock::{Clock, SystemClock};
-use memvault_actors::embedding::{
+use memvault_core::service::BootstrapOutcome;
+use memvault_core::service::{IntelligenceConfig, ModelPrice};
+use memvault_core::status::StatusMonitor;
+use memvault_core::webhooks::WebhookSettings;
+use memvault_core::{Memvault, ServiceConfig};
+use memvault_embed::{
     default_model_cache_dir, ensure_minilm_weights, EmbeddingService, MiniLmEmbedder, ModelSource,
 };
-use memvault_actors::llm::LlmConfig;
-use memvault_actors::service::BootstrapOutcome;
-use memvault_actors::service::{IntelligenceConfig, ModelPrice};
-use memvault_actors::status::StatusMonitor;
-use memvault_actors::webhooks::WebhookSettings;
-use memvault_actors::{Memvault, ServiceConfig};
+use memvault_llm::LlmConfig;
 use memvault_storage::crypto::SecretBox;
 use memvault_storage::SledStore;
+use memvault_types::clock::{Clock, SystemClock};
 use tokio::net::TcpListener;
 
 use crate::api::ratelimit::RateLimits;
@@ -36,9 +36,9 @@ pub enum StartupError {
     #[error("cannot open the store: {0}")]
     Store(#[from] memvault_storage::StorageError),
     #[error("embedding model: {0}")]
-    Embedding(#[from] memvault_actors::embedding::EmbeddingError),
+    Embedding(#[from] memvault_embed::EmbeddingError),
     #[error("{0}")]
-    Service(#[from] memvault_actors::Error),
+    Service(#[from] memvault_core::Error),
     #[error("encryption key: {0}")]
     Secrets(String),
     #[error("cannot listen on {address}: {source}")]

@@ -6,8 +6,8 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use memvault_actors::limits;
-use memvault_actors::service::NewTenant;
+use memvault_core::service::NewTenant;
+use memvault_types::limits;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

@@ -9,7 +9,7 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use memvault_actors::Agent;
+use memvault_core::Agent;
 use memvault_storage::{AuditEntry, TenantId};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};

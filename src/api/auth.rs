@@ -9,8 +9,8 @@
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
-use memvault_actors::agent::KEY_PREFIX;
-use memvault_actors::Agent;
+use memvault_core::agent::KEY_PREFIX;
+use memvault_core::Agent;
 
 use super::AppState;
 use crate::error::ApiError;

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::routing::{delete, put};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use memvault_actors::service::CollectionGrants;
+use memvault_core::service::CollectionGrants;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

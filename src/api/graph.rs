@@ -7,10 +7,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use memvault_actors::limits::{CONTRADICTIONS_LIMIT_MAX, REMEMBER_CONTENT_MAX_CHARS};
-use memvault_actors::memory::validate_importance;
-use memvault_actors::{RememberInput, RememberOutcome};
+use memvault_core::memory::validate_importance;
+use memvault_core::{RememberInput, RememberOutcome};
 use memvault_storage::{ExtractJobRecord, RememberedFact};
+use memvault_types::limits::{CONTRADICTIONS_LIMIT_MAX, REMEMBER_CONTENT_MAX_CHARS};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -20,7 +20,7 @@ use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::memories::MemoryResponse;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use memvault_actors::service::Access;
+use memvault_core::service::Access;
 
 pub fn routes() -> Router<AppState> {
     let collection = "/v1/memory/collections/{collection}";

@@ -9,12 +9,12 @@ use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use memvault_actors::collection::CollectionHealth;
-use memvault_actors::limits::{
+use memvault_core::collection::CollectionHealth;
+use memvault_storage::{CollectionName, MemoryRecord};
+use memvault_types::limits::{
     DEDUP_THRESHOLD_DEFAULT, STALE_DAYS_DEFAULT, STALE_DAYS_MAX, SUMMARY_LIMIT_DEFAULT,
     SUMMARY_LIMIT_MAX,
 };
-use memvault_storage::{CollectionName, MemoryRecord};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -23,7 +23,7 @@ use super::collections::writable;
 use super::extract::{optional_integer, ApiPath, ApiQuery, OptionalJson};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use memvault_actors::service::Access;
+use memvault_core::service::Access;
 
 pub fn routes() -> Router<AppState> {
     let collection = "/v1/memory/collections/{collection}";

@@ -6,15 +6,15 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use memvault_actors::limits::{
-    BULK_MAX_ITEMS, DEFAULT_IMPORTANCE, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,
-};
-use memvault_actors::memory::{
+use memvault_core::memory::{
     validate_importance, validate_metadata, validate_short_field, validate_text, MemoryPatch,
     NewMemory,
 };
-use memvault_actors::ListPage;
+use memvault_core::ListPage;
 use memvault_storage::MemoryRecord;
+use memvault_types::limits::{
+    BULK_MAX_ITEMS, DEFAULT_IMPORTANCE, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::openapi::schema::{ArrayBuilder, Schema};

@@ -28,9 +28,9 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use memvault_actors::pageviews::Pageviews;
-use memvault_actors::status::StatusMonitor;
-use memvault_actors::Memvault;
+use memvault_core::pageviews::Pageviews;
+use memvault_core::status::StatusMonitor;
+use memvault_core::Memvault;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 

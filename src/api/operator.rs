@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, NaiveDate, Utc};
-use memvault_actors::metrics::{LatencySummary, MetricsSnapshot, Stage};
+use memvault_core::metrics::{LatencySummary, MetricsSnapshot, Stage};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 

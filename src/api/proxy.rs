@@ -6,12 +6,12 @@
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
-use memvault_actors::limits::{
+use memvault_core::service::proxy::{ProxyOutcome, ProxyRequest};
+use memvault_core::Agent;
+use memvault_storage::CollectionName;
+use memvault_types::limits::{
     PROXY_MEMORY_LIMIT_DEFAULT, PROXY_MEMORY_LIMIT_MAX, SHORT_FIELD_MAX_CHARS,
 };
-use memvault_actors::service::proxy::{ProxyOutcome, ProxyRequest};
-use memvault_actors::Agent;
-use memvault_storage::CollectionName;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;

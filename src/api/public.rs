@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use memvault_actors::status::{HealthCheck, Incident};
+use memvault_core::status::{HealthCheck, Incident};
 use serde::Serialize;
 use utoipa::ToSchema;
 

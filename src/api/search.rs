@@ -5,13 +5,13 @@ use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use memvault_actors::limits::{
+use memvault_index::search::{
+    FusionParams, SearchFilter, SearchHit, SearchMode, SearchOutcome, SearchQuery,
+};
+use memvault_types::limits::{
     FORGET_LIMIT_DEFAULT, FORGET_LIMIT_MAX, FORGET_MIN_SCORE_DEFAULT, MEMORY_TEXT_MAX_CHARS,
     RELATED_LIMIT_DEFAULT, RELATED_MIN_SCORE_DEFAULT, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX,
     SEARCH_MIN_SCORE_DEFAULT,
-};
-use memvault_actors::search::{
-    FusionParams, SearchFilter, SearchHit, SearchMode, SearchOutcome, SearchQuery,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

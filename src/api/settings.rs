@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use memvault_actors::{ExtractionLlmInput, ExtractionLlmView, SpendView};
+use memvault_core::{ExtractionLlmInput, ExtractionLlmView, SpendView};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;

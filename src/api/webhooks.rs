@@ -5,8 +5,8 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use memvault_actors::service::WebhookView;
-use memvault_actors::webhooks::EVENTS;
+use memvault_core::service::WebhookView;
+use memvault_core::webhooks::EVENTS;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use memvault_actors::embedding::{
+use memvault_embed::{
     default_model_cache_dir, ensure_minilm_weights, Embedder, MiniLmEmbedder, ModelSource,
 };
 
@@ -28,8 +28,7 @@ pub fn measure(corpus: &Corpus, texts: usize, batch: usize) -> Result<EmbedderFi
         cache_dir: default_model_cache_dir(),
         python: "python3".to_owned(),
     };
-    let setup =
-        |error: memvault_actors::embedding::EmbeddingError| BenchError::Setup(error.to_string());
+    let setup = |error: memvault_embed::EmbeddingError| BenchError::Setup(error.to_string());
     let directory = ensure_minilm_weights(&source).map_err(setup)?;
     let model = MiniLmEmbedder::load(&directory).map_err(setup)?;
     let inputs: Vec<String> = (0..texts).map(|index| corpus.text(index)).collect();

@@ -7,9 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use memvault_actors::embedding::{Embedder, EmbeddingError, EmbeddingService};
-use memvault_actors::memory::NewMemory;
-use memvault_actors::{Agent, Memvault};
+use memvault_core::memory::NewMemory;
+use memvault_core::{Agent, Memvault};
+use memvault_embed::{Embedder, EmbeddingError, EmbeddingService};
 use memvault_storage::{CollectionName, MemoryStore, MetaStore, SledStore};
 
 use super::BenchError;

@@ -7,9 +7,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memvault_actors::embedding::{Embedder, EmbeddingError, EmbeddingService};
-use memvault_actors::memory::NewMemory;
-use memvault_actors::{Agent, Memvault};
+use memvault_core::memory::NewMemory;
+use memvault_core::{Agent, Memvault};
+use memvault_embed::{Embedder, EmbeddingError, EmbeddingService};
 use memvault_storage::CollectionName;
 
 use super::corpus::Corpus;
@@ -283,7 +283,7 @@ async fn measure(
     report: &mut Report,
 ) -> Result<(), String> {
     let tenant = &agent.tenant_id;
-    let text = |error: memvault_actors::Error| error.to_string();
+    let text = |error: memvault_core::Error| error.to_string();
 
     // Health: read from the published snapshot's counters.
     let mut latencies = Latencies::default();

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::Request;
-use memvault_actors::embedding::EmbeddingService;
-use memvault_actors::ratelimit::{FixedWindowLimiter, RateLimiter};
-use memvault_actors::status::StatusMonitor;
+use memvault_core::ratelimit::{FixedWindowLimiter, RateLimiter};
+use memvault_core::status::StatusMonitor;
+use memvault_embed::EmbeddingService;
 use tower::ServiceExt;
 
 use super::ingest::in_process_service;
@@ -124,7 +124,7 @@ pub async fn run() -> Result<(), BenchError> {
         .await
         .map_err(setup)?;
     let (_, key) = service
-        .create_tenant(memvault_actors::service::NewTenant {
+        .create_tenant(memvault_core::service::NewTenant {
             name: "bench".to_owned(),
             email: "bench@example.com".to_owned(),
             tier: "bench".to_owned(),

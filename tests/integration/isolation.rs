@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use memvault_actors::llm::testing::{FakeLlmServer, FakeReply};
+use memvault_llm::testing::{FakeLlmServer, FakeReply};
 use reqwest::Method;
 use serde_json::{json, Value};
 

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chrono::Duration;
-use memvault_actors::clock::ManualClock;
+use memvault_types::clock::ManualClock;
 use serde_json::{json, Value};
 
 use crate::support::{

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use memvault::config::Config;
 use memvault::server;
-use memvault_actors::clock::{Clock, SystemClock};
+use memvault_types::clock::{Clock, SystemClock};
 use reqwest::blocking::{Client as HttpClient, Response};
 use reqwest::Method;
 use serde_json::{json, Value};

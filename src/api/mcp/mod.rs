@@ -38,7 +38,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use memvault_actors::Agent;
+use memvault_core::Agent;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use utoipa::ToSchema;

@@ -12,16 +12,16 @@
 use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Utc};
-use memvault_actors::limits::{
+use memvault_core::memory::{validate_metadata, validate_short_field, validate_text, NewMemory};
+use memvault_core::service::Access;
+use memvault_core::Agent;
+use memvault_index::search::{FusionParams, SearchFilter, SearchHit, SearchMode, SearchQuery};
+use memvault_storage::{AuditEntry, CollectionName, MemoryRecord};
+use memvault_types::limits::{
     DEDUP_THRESHOLD_DEFAULT, DEFAULT_IMPORTANCE, RELATED_LIMIT_DEFAULT, RELATED_MIN_SCORE_DEFAULT,
     SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SEARCH_MIN_SCORE_DEFAULT, SHORT_FIELD_MAX_CHARS,
     STALE_DAYS_DEFAULT, STALE_DAYS_MAX, SUMMARY_LIMIT_DEFAULT, SUMMARY_LIMIT_MAX,
 };
-use memvault_actors::memory::{validate_metadata, validate_short_field, validate_text, NewMemory};
-use memvault_actors::search::{FusionParams, SearchFilter, SearchHit, SearchMode, SearchQuery};
-use memvault_actors::service::Access;
-use memvault_actors::Agent;
-use memvault_storage::{AuditEntry, CollectionName, MemoryRecord};
 use serde_json::{json, Map, Value};
 
 use super::{schema, RpcError};
@@ -54,8 +54,8 @@ enum ToolFailure {
     Failed(ApiError),
 }
 
-impl From<memvault_actors::Error> for ToolFailure {
-    fn from(error: memvault_actors::Error) -> Self {
+impl From<memvault_core::Error> for ToolFailure {
+    fn from(error: memvault_core::Error) -> Self {
         ToolFailure::Failed(ApiError::from(error))
     }
 }

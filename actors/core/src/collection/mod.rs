@@ -1,0 +1,718 @@
+//! The collection actor: serializes every write to one collection's memories, persists it
+//! through the store before replying, keeps the collection's search indexes in step, and
+//! publishes a snapshot for readers.
+//!
+//! A store error fails the actor on purpose: its in-memory state may no longer match the
+//! store, and the tenant actor restarts it with the state reloaded from the store. An index
+//! error fails it too, after the (already durable) write is acknowledged: the restart
+//! catches the indexes up from the store.
+//!
+//! Webhook events: every change to the working snapshot goes through
+//! `CollectionState::put_current` / `take_current`, which queue one event per memory
+//! (an id new to the collection is `memory.created`, an existing one `memory.updated`, a
+//! removal `memory.deleted`); `publish` hands them to the [`MemoryEventSink`], after the
+//! store write succeeded and together with the snapshot readers see. A move is a delete
+//! in the source (`Evict`) and a create in the target (`Adopt`). Deleting a whole
+//! collection (`Destroy`) emits nothing: it is not a change of any one memory, and a
+//! receiver is not flooded with one event per memory.
+
+mod health;
+mod maintenance;
+mod messages;
+mod remember;
+mod state;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use memvault_storage::{
+    CollectionName, CreatedBy, MemoryRecord, RememberedFact, Store, StoredMemory, TenantId,
+};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+
+pub use health::{recount, stale_cutoff, CollectionHealth};
+pub use messages::CollectionMessage;
+pub use remember::{decide, Decision, IncomingFact, Target};
+pub use state::{CollectionHandle, CollectionSnapshot};
+
+use crate::call::blocking;
+use crate::error::{Error, Result};
+use crate::memory::MemoryChange;
+use crate::webhooks::{MemoryEventKind, MemoryEventSink};
+use memvault_index::{CollectionIndexes, IndexError, IndexInput, IndexSettings};
+
+/// How often pending text-index writes are committed when no search forces it.
+const MAINTAIN_EVERY: Duration = Duration::from_secs(1);
+
+pub struct CollectionActor;
+
+pub struct CollectionArgs {
+    pub handle: Arc<CollectionHandle>,
+    pub store: Arc<dyn Store>,
+    pub indexing: Arc<IndexSettings>,
+    /// Where changed memories are reported (webhooks); `None` reports nothing.
+    pub events: Option<MemoryEventSink>,
+}
+
+pub struct CollectionState {
+    /// Shared with readers and with the tenant actor; the actor publishes into it.
+    handle: Arc<CollectionHandle>,
+    /// Where every write goes before it is acknowledged.
+    store: Arc<dyn Store>,
+    /// The actor's working copy; published after each write.
+    current: CollectionSnapshot,
+    indexes: Arc<CollectionIndexes>,
+    indexing: Arc<IndexSettings>,
+    /// The highest index key handed out; the next memory written gets the one after.
+    highest_key: u64,
+    /// Set when an index update failed; the actor fails after replying.
+    index_failure: Option<IndexError>,
+    /// Set once the collection is deleted: nothing is flushed on stop.
+    destroyed: bool,
+    ticker: Option<tokio::task::JoinHandle<()>>,
+    /// Where changed memories are reported at publish (webhooks).
+    events: Option<MemoryEventSink>,
+    /// Changes since the last publish, reported by it; empty without `events`.
+    pending_events: Vec<(MemoryEventKind, Arc<MemoryRecord>)>,
+}
+
+impl CollectionState {
+    fn tenant(&self) -> &TenantId {
+        &self.handle.tenant
+    }
+
+    fn name(&self) -> &CollectionName {
+        &self.handle.name
+    }
+
+    fn publish(&mut self) {
+        self.current.version += 1;
+        self.handle.snapshot.store(Arc::new(self.current.clone()));
+        if let Some(events) = &self.events {
+            for (kind, memory) in self.pending_events.drain(..) {
+                events.emit(&self.handle.tenant, &self.handle.name, kind, memory);
+            }
+        }
+    }
+
+    /// Puts a memory that is durably written into the working snapshot and queues its
+    /// event: `memory.created` for an id new to the collection, else `memory.updated`.
+    fn put_current(&mut self, record: Arc<MemoryRecord>) {
+        let kind = if self.current.memories.contains_key(&record.id) {
+            MemoryEventKind::Updated
+        } else {
+            MemoryEventKind::Created
+        };
+        self.current.insert(record.clone());
+        self.queue_event(kind, record);
+    }
+
+    /// Removes a memory that is durably deleted (or moved away) from the working
+    /// snapshot and queues `memory.deleted`.
+    fn take_current(&mut self, id: &str) -> Option<Arc<MemoryRecord>> {
+        let removed = self.current.remove(id)?;
+        self.queue_event(MemoryEventKind::Deleted, removed.clone());
+        Some(removed)
+    }
+
+    fn queue_event(&mut self, kind: MemoryEventKind, memory: Arc<MemoryRecord>) {
+        if self.events.is_some() {
+            self.pending_events.push((kind, memory));
+        }
+    }
+
+    fn not_found(&self, id: &str) -> Error {
+        Error::NotFound(format!(
+            "memory '{id}' not found in collection '{}'",
+            self.name()
+        ))
+    }
+
+    fn directory(&self) -> Option<std::path::PathBuf> {
+        self.indexing.directory(self.tenant(), self.name())
+    }
+
+    fn next_key(&mut self) -> u64 {
+        self.highest_key += 1;
+        self.highest_key
+    }
+
+    /// Runs index work off the async threads; a failure is remembered, not returned: the
+    /// write it belongs to is already durable.
+    async fn index(
+        &mut self,
+        work: impl FnOnce(&CollectionIndexes) -> Result<(), IndexError> + Send + 'static,
+    ) {
+        let indexes = self.indexes.clone();
+        let outcome = tokio::task::spawn_blocking(move || work(&indexes)).await;
+        let failure = match outcome {
+            Ok(Ok(())) => return,
+            Ok(Err(error)) => error,
+            Err(join_error) => IndexError::Io(format!("index task did not complete: {join_error}")),
+        };
+        tracing::error!(
+            tenant = %self.tenant(),
+            collection = %self.name(),
+            error = %failure,
+            "index update failed; the collection actor restarts to rebuild"
+        );
+        self.index_failure.get_or_insert(failure);
+    }
+}
+
+impl CollectionState {
+    /// Adds freshly written memories to both indexes.
+    async fn index_new(&mut self, memories: Arc<Vec<StoredMemory>>) {
+        self.index(move |indexes| {
+            indexes.vector.ensure_capacity(memories.len())?;
+            for memory in memories.iter() {
+                indexes.add(
+                    memory.record.index_key,
+                    &memory.record.text,
+                    &memory.embedding,
+                )?;
+            }
+            Ok(())
+        })
+        .await;
+    }
+}
+
+/// Replies, then turns a storage or index failure into an actor failure (restart and
+/// reload).
+fn settle<T>(
+    reply: RpcReplyPort<Result<T>>,
+    result: Result<T>,
+    state: &mut CollectionState,
+) -> Result<(), ActorProcessingErr> {
+    let storage_failure = match &result {
+        Err(Error::Storage(error)) => Some(error.to_string()),
+        Err(Error::Unavailable(reason)) => Some(reason.clone()),
+        _ => None,
+    };
+    // A caller that timed out has dropped its port; nothing is lost by ignoring that.
+    let _ = reply.send(result);
+    if let Some(reason) = storage_failure {
+        return Err(format!("store write failed: {reason}").into());
+    }
+    if let Some(error) = state.index_failure.take() {
+        return Err(format!("index update failed: {error}").into());
+    }
+    Ok(())
+}
+
+/// Gives every memory a unique index key: loaded records keep theirs; a missing (0) or
+/// duplicated key gets a fresh one above all others. Returns the highest key.
+fn assign_missing_keys(stored: &mut [StoredMemory]) -> u64 {
+    let mut highest = stored
+        .iter()
+        .map(|memory| memory.record.index_key)
+        .max()
+        .unwrap_or(0);
+    let mut seen = HashSet::with_capacity(stored.len());
+    for memory in stored.iter_mut() {
+        let key = memory.record.index_key;
+        if key == 0 || !seen.insert(key) {
+            highest += 1;
+            memory.record.index_key = highest;
+            seen.insert(highest);
+        }
+    }
+    highest
+}
+
+impl Actor for CollectionActor {
+    type Msg = CollectionMessage;
+    type State = CollectionState;
+    type Arguments = CollectionArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: CollectionArgs,
+    ) -> Result<CollectionState, ActorProcessingErr> {
+        let started = std::time::Instant::now();
+        let (store, tenant, name) = (
+            args.store.clone(),
+            args.handle.tenant.clone(),
+            args.handle.name.clone(),
+        );
+        let mut stored = blocking(move || store.memories(&tenant, &name)).await?;
+        let highest_key = assign_missing_keys(&mut stored);
+        let directory = args
+            .indexing
+            .directory(&args.handle.tenant, &args.handle.name);
+        let dimensions = args.indexing.dimensions;
+        let label = format!("{}/{}", args.handle.tenant, args.handle.name);
+        let (indexes, stored) = tokio::task::spawn_blocking(move || {
+            let inputs: Vec<IndexInput<'_>> = stored
+                .iter()
+                .map(|memory| IndexInput {
+                    key: memory.record.index_key,
+                    text: &memory.record.text,
+                    embedding: &memory.embedding,
+                })
+                .collect();
+            let indexes =
+                CollectionIndexes::open(directory.as_deref(), dimensions, &inputs, &label);
+            drop(inputs);
+            (indexes, stored)
+        })
+        .await?;
+        let indexes = Arc::new(indexes?);
+        let mut current = CollectionSnapshot {
+            version: args.handle.snapshot.load().version,
+            ..CollectionSnapshot::default()
+        };
+        for memory in stored {
+            current.insert(Arc::new(memory.record));
+        }
+        tracing::debug!(
+            tenant = %args.handle.tenant,
+            collection = %args.handle.name,
+            memories = current.memories.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "collection loaded"
+        );
+        args.handle.indexes.store(Some(indexes.clone()));
+        let mut state = CollectionState {
+            handle: args.handle,
+            store: args.store,
+            current,
+            indexes,
+            indexing: args.indexing,
+            highest_key,
+            index_failure: None,
+            destroyed: false,
+            ticker: None,
+            events: args.events,
+            pending_events: Vec::new(),
+        };
+        state.publish();
+        Ok(state)
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        state: &mut CollectionState,
+    ) -> Result<(), ActorProcessingErr> {
+        state.ticker = Some(tokio::spawn(async move {
+            let mut interval = tokio::time::interval(MAINTAIN_EVERY);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                interval.tick().await;
+                if myself.cast(CollectionMessage::Maintain).is_err() {
+                    return;
+                }
+            }
+        }));
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut CollectionState,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(ticker) = state.ticker.take() {
+            ticker.abort();
+        }
+        if state.destroyed {
+            return Ok(());
+        }
+        let indexes = state.indexes.clone();
+        match tokio::task::spawn_blocking(move || indexes.flush()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(
+                collection = %state.name(),
+                %error,
+                "indexes not saved on stop; they catch up from the store at the next start"
+            ),
+            Err(error) => tracing::warn!(%error, "index flush task did not complete"),
+        }
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: CollectionMessage,
+        state: &mut CollectionState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            CollectionMessage::Insert { memories, reply } => {
+                let result = insert(state, memories).await;
+                settle(reply, result, state)
+            }
+            CollectionMessage::Remember {
+                facts,
+                importance,
+                created_by,
+                now,
+                reply,
+            } => {
+                let result = remember(state, facts, importance, created_by, now).await;
+                settle(reply, result, state)
+            }
+            CollectionMessage::Update {
+                id,
+                change,
+                at,
+                reply,
+            } => {
+                let result = update(state, &id, change, at).await;
+                settle(reply, result, state)
+            }
+            CollectionMessage::Dedup {
+                threshold,
+                window,
+                dry_run,
+                reply,
+            } => {
+                let result = maintenance::dedup(state, threshold, window, dry_run).await;
+                settle(reply, result, state)
+            }
+            CollectionMessage::ArchiveStale {
+                cutoff,
+                dry_run,
+                max,
+                reply,
+            } => {
+                let result = maintenance::archive_stale(state, cutoff, dry_run, max).await;
+                settle(reply, result, state)
+            }
+            CollectionMessage::Delete { id, reply } => {
+                let result = delete(state, id).await;
+                settle(reply, result, state)
+            }
+            CollectionMessage::Adopt {
+                memory,
+                from,
+                reply,
+            } => {
+                let result = adopt(state, *memory, from).await;
+                settle(reply, result, state)
+            }
+            CollectionMessage::Evict { id, reply } => {
+                if let Some(removed) = state.take_current(&id) {
+                    state.publish();
+                    let key = removed.index_key;
+                    state.index(move |indexes| indexes.remove(key)).await;
+                }
+                settle(reply, Ok(()), state)
+            }
+            CollectionMessage::Destroy { reply } => {
+                let (store, tenant, name) = (
+                    state.store.clone(),
+                    state.tenant().clone(),
+                    state.name().clone(),
+                );
+                let result = blocking(move || store.delete_collection(&tenant, &name)).await;
+                let destroyed = result.is_ok();
+                if destroyed {
+                    state.destroyed = true;
+                    state.handle.indexes.store(None);
+                    if let Some(directory) = state.directory() {
+                        tokio::task::spawn_blocking(move || CollectionIndexes::destroy(&directory))
+                            .await
+                            .ok();
+                    }
+                }
+                settle(reply, result, state)?;
+                if destroyed {
+                    myself.stop(Some("collection deleted".to_owned()));
+                }
+                Ok(())
+            }
+            CollectionMessage::Maintain => {
+                if !state.destroyed && state.indexes.text.is_dirty() {
+                    state.index(|indexes| indexes.maintain()).await;
+                }
+                match state.index_failure.take() {
+                    Some(error) => Err(format!("index upkeep failed: {error}").into()),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+async fn insert(
+    state: &mut CollectionState,
+    memories: Vec<StoredMemory>,
+) -> Result<Vec<Arc<MemoryRecord>>> {
+    let (store, tenant, name) = (
+        state.store.clone(),
+        state.tenant().clone(),
+        state.name().clone(),
+    );
+    let mut memories = memories;
+    for memory in &mut memories {
+        memory.record.index_key = state.next_key();
+    }
+    let records: Vec<Arc<MemoryRecord>> = memories
+        .iter()
+        .map(|memory| Arc::new(memory.record.clone()))
+        .collect();
+    let memories = Arc::new(memories);
+    let persisted = memories.clone();
+    blocking(move || store.put_memories(&tenant, &name, &persisted)).await?;
+    state.index_new(memories).await;
+    for record in &records {
+        state.put_current(record.clone());
+    }
+    state.publish();
+    Ok(records)
+}
+
+async fn update(
+    state: &mut CollectionState,
+    id: &str,
+    change: MemoryChange,
+    at: DateTime<Utc>,
+) -> Result<Arc<MemoryRecord>> {
+    if !state.current.memories.contains_key(id) {
+        return Err(state.not_found(id));
+    }
+    let (store, tenant, name, key) = (
+        state.store.clone(),
+        state.tenant().clone(),
+        state.name().clone(),
+        id.to_owned(),
+    );
+    let Some(mut stored) = blocking(move || store.memory(&tenant, &name, &key)).await? else {
+        return Err(Error::Unavailable(format!(
+            "memory '{id}' is in the collection's state but not in the store"
+        )));
+    };
+    let touches_content = change.touches_content();
+    let old_key = stored.record.index_key;
+    let reindex = change.text.is_some();
+    if let Some((text, embedding)) = change.text {
+        stored.record.text = text;
+        stored.embedding = embedding;
+        stored.record.index_key = state.next_key();
+    }
+    let record = &mut stored.record;
+    if let Some(importance) = change.importance {
+        record.importance = importance;
+    }
+    if let Some(category) = change.category {
+        record.category = category;
+    }
+    if let Some(metadata) = change.metadata {
+        record.metadata = metadata;
+    }
+    if let Some(pinned) = change.pinned {
+        record.pinned = pinned;
+    }
+    if let Some(archived) = change.archived {
+        record.archived = archived;
+    }
+    if touches_content {
+        record.updated_at = at;
+    }
+    let updated = Arc::new(stored.record.clone());
+    let (store, tenant, name) = (
+        state.store.clone(),
+        state.tenant().clone(),
+        state.name().clone(),
+    );
+    let stored = Arc::new(stored);
+    let persisted = stored.clone();
+    blocking(move || store.put_memories(&tenant, &name, std::slice::from_ref(&*persisted))).await?;
+    if reindex {
+        state
+            .index(move |indexes| {
+                indexes.add(
+                    stored.record.index_key,
+                    &stored.record.text,
+                    &stored.embedding,
+                )?;
+                indexes.remove(old_key)
+            })
+            .await;
+    }
+    state.put_current(updated.clone());
+    state.publish();
+    Ok(updated)
+}
+
+async fn delete(state: &mut CollectionState, id: String) -> Result<()> {
+    if !state.current.memories.contains_key(&id) {
+        return Err(state.not_found(&id));
+    }
+    let (store, tenant, name, key) = (
+        state.store.clone(),
+        state.tenant().clone(),
+        state.name().clone(),
+        id.clone(),
+    );
+    blocking(move || store.delete_memories(&tenant, &name, &[key])).await?;
+    if let Some(removed) = state.take_current(&id) {
+        let key = removed.index_key;
+        state.index(move |indexes| indexes.remove(key)).await;
+    }
+    state.publish();
+    Ok(())
+}
+
+async fn adopt(
+    state: &mut CollectionState,
+    memory: StoredMemory,
+    from: CollectionName,
+) -> Result<Arc<MemoryRecord>> {
+    let mut memory = memory;
+    memory.record.index_key = state.next_key();
+    let record = Arc::new(memory.record.clone());
+    let (store, tenant, name) = (
+        state.store.clone(),
+        state.tenant().clone(),
+        state.name().clone(),
+    );
+    let memory = Arc::new(memory);
+    let persisted = memory.clone();
+    blocking(move || store.move_memory(&tenant, &from, &name, &persisted)).await?;
+    state
+        .index(move |indexes| {
+            indexes.add(
+                memory.record.index_key,
+                &memory.record.text,
+                &memory.embedding,
+            )
+        })
+        .await;
+    state.put_current(record.clone());
+    state.publish();
+    Ok(record)
+}
+
+/// Carries out [`decide`]'s decisions: new facts and the memories they supersede are
+/// written in one atomic store batch, then indexed and published.
+async fn remember(
+    state: &mut CollectionState,
+    facts: Vec<IncomingFact>,
+    importance: f64,
+    created_by: CreatedBy,
+    now: DateTime<Utc>,
+) -> Result<Vec<RememberedFact>> {
+    let decisions = decide(&state.current, &facts, now);
+    let mut fresh: Vec<Option<StoredMemory>> = Vec::with_capacity(facts.len());
+    for (fact, decision) in facts.iter().zip(&decisions) {
+        fresh.push(decision.stores().then(|| StoredMemory {
+            record: MemoryRecord {
+                slot: fact.slot.clone(),
+                value: Some(fact.value.clone()),
+                expires_at: fact.valid_until,
+                ..MemoryRecord::new(
+                    fact.text.clone(),
+                    importance,
+                    fact.category.clone(),
+                    "remember".to_owned(),
+                    created_by.clone(),
+                    now,
+                )
+            },
+            embedding: fact.embedding.clone(),
+        }));
+    }
+    let mut superseded = Vec::new();
+    for (index, decision) in decisions.iter().enumerate() {
+        let Decision::Updated { supersedes } = decision else {
+            continue;
+        };
+        let successor = fresh[index]
+            .as_ref()
+            .map(|memory| memory.record.id.clone())
+            .unwrap_or_default();
+        match supersedes {
+            Target::Batch(earlier) => {
+                if let Some(old) = fresh[*earlier].as_mut() {
+                    old.record.superseded_by = Some(successor);
+                    old.record.superseded_at = Some(now);
+                }
+            }
+            Target::Stored(id) => {
+                let (store, tenant, name, key) = (
+                    state.store.clone(),
+                    state.tenant().clone(),
+                    state.name().clone(),
+                    id.clone(),
+                );
+                let Some(mut old) = blocking(move || store.memory(&tenant, &name, &key)).await?
+                else {
+                    return Err(Error::Unavailable(format!(
+                        "memory '{id}' is in the collection's state but not in the store"
+                    )));
+                };
+                old.record.superseded_by = Some(successor);
+                old.record.superseded_at = Some(now);
+                superseded.push(old);
+            }
+        }
+    }
+    let mut created: Vec<StoredMemory> = fresh.iter().flatten().cloned().collect();
+    for memory in &mut created {
+        memory.record.index_key = state.next_key();
+    }
+    let ids_by_index: Vec<Option<String>> = fresh
+        .iter()
+        .map(|memory| memory.as_ref().map(|memory| memory.record.id.clone()))
+        .collect();
+    let mut writes = created.clone();
+    writes.extend(superseded.iter().cloned());
+    if !writes.is_empty() {
+        let (store, tenant, name) = (
+            state.store.clone(),
+            state.tenant().clone(),
+            state.name().clone(),
+        );
+        blocking(move || store.put_memories(&tenant, &name, &writes)).await?;
+    }
+    if !created.is_empty() {
+        state.index_new(Arc::new(created.clone())).await;
+    }
+    for memory in superseded.into_iter().chain(created) {
+        state.put_current(Arc::new(memory.record));
+    }
+    if decisions.iter().any(Decision::stores) {
+        state.publish();
+    }
+    let outcome = facts
+        .iter()
+        .zip(&decisions)
+        .enumerate()
+        .map(|(index, (fact, decision))| {
+            let id = match decision {
+                Decision::Duplicate {
+                    of: Target::Stored(id),
+                } => id.clone(),
+                Decision::Duplicate {
+                    of: Target::Batch(earlier),
+                } => ids_by_index[*earlier].clone().unwrap_or_default(),
+                _ => ids_by_index[index].clone().unwrap_or_default(),
+            };
+            let text = match decision {
+                Decision::Duplicate {
+                    of: Target::Stored(id),
+                } => state
+                    .current
+                    .memories
+                    .get(id)
+                    .map(|memory| memory.text.clone())
+                    .unwrap_or_else(|| fact.text.clone()),
+                _ => fact.text.clone(),
+            };
+            RememberedFact {
+                id,
+                text,
+                kind: fact.category.clone(),
+                relation: decision.relation().to_owned(),
+            }
+        })
+        .collect();
+    Ok(outcome)
+}

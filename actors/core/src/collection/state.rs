@@ -1,0 +1,301 @@
+//! What a collection actor owns and publishes.
+
+use std::cmp::Reverse;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use arc_swap::{ArcSwap, ArcSwapOption};
+use chrono::{DateTime, Utc};
+use memvault_storage::{CollectionName, MemoryRecord, TenantId};
+use ractor::ActorRef;
+
+use super::health::HealthCounters;
+use super::messages::CollectionMessage;
+use crate::maintenance::CachedSummary;
+use memvault_index::CollectionIndexes;
+
+/// Listing order: pinned first, then newest first; the id breaks ties so the order is
+/// total and stable between pages.
+pub type ListKey = (Reverse<bool>, Reverse<DateTime<Utc>>, Reverse<String>);
+
+pub fn list_key(memory: &MemoryRecord) -> ListKey {
+    (
+        Reverse(memory.pinned),
+        Reverse(memory.created_at),
+        Reverse(memory.id.clone()),
+    )
+}
+
+/// An immutable view of a collection's memories. The actor publishes a new one after
+/// every write; readers load it without touching the mailbox. `imbl` structures make the
+/// copy-on-publish O(1) and each update O(log n).
+#[derive(Clone, Default)]
+pub struct CollectionSnapshot {
+    /// Memory by id, for gets.
+    pub memories: imbl::HashMap<String, Arc<MemoryRecord>>,
+    /// Ids in listing order, so a page is a walk, not a sort.
+    pub order: imbl::OrdMap<ListKey, String>,
+    /// Index key to memory, for search candidates; only current keys are here, so a stale
+    /// key left in an index never resolves.
+    pub keys: imbl::HashMap<u64, Arc<MemoryRecord>>,
+    /// Slot → id of the memory that holds it: the one fact on that slot not superseded
+    /// (it may have expired; readers check).
+    pub slots: imbl::HashMap<String, String>,
+    /// (fingerprint of the normalized text, id) of every memory not superseded, to find
+    /// an identical fact without a scan.
+    pub fingerprints: imbl::OrdSet<(u64, String)>,
+    /// (when, id) of every superseded memory, for contradictions newest first.
+    pub superseded: imbl::OrdSet<(DateTime<Utc>, String)>,
+    /// Counters and time indexes behind the collection's health; see `health.rs`.
+    pub health: HealthCounters,
+    /// Bumped on every write; caches keyed by it go stale when the collection changes.
+    pub version: u64,
+}
+
+/// A stable-in-process fingerprint of a text's words, case and punctuation ignored.
+pub fn text_fingerprint(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    memvault_extract::normalize_value(text).hash(&mut hasher);
+    hasher.finish()
+}
+
+impl memvault_index::search::engine::MemoryLookup for CollectionSnapshot {
+    fn by_key(&self, key: u64) -> Option<&Arc<MemoryRecord>> {
+        self.keys.get(&key)
+    }
+
+    fn keyed(&self) -> impl Iterator<Item = (u64, &Arc<MemoryRecord>)> {
+        self.keys.iter().map(|(key, memory)| (*key, memory))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.memories.is_empty()
+    }
+}
+
+impl CollectionSnapshot {
+    pub fn insert(&mut self, memory: Arc<MemoryRecord>) {
+        if let Some(previous) = self.memories.get(&memory.id).cloned() {
+            self.unindex(&previous);
+        }
+        self.order.insert(list_key(&memory), memory.id.clone());
+        self.keys.insert(memory.index_key, memory.clone());
+        match (&memory.superseded_by, memory.superseded_at) {
+            (None, _) => {
+                if let Some(slot) = &memory.slot {
+                    self.slots.insert(slot.clone(), memory.id.clone());
+                }
+                self.fingerprints
+                    .insert((text_fingerprint(&memory.text), memory.id.clone()));
+            }
+            (Some(_), at) => {
+                let at = at.unwrap_or(memory.updated_at);
+                self.superseded.insert((at, memory.id.clone()));
+            }
+        }
+        self.health.add(&memory);
+        self.memories.insert(memory.id.clone(), memory);
+    }
+
+    pub fn remove(&mut self, id: &str) -> Option<Arc<MemoryRecord>> {
+        let removed = self.memories.remove(id)?;
+        self.unindex(&removed);
+        Some(removed)
+    }
+
+    /// Drops every secondary entry of a memory that is being replaced or removed.
+    fn unindex(&mut self, memory: &MemoryRecord) {
+        self.order.remove(&list_key(memory));
+        self.keys.remove(&memory.index_key);
+        if let Some(slot) = &memory.slot {
+            if self.slots.get(slot) == Some(&memory.id) {
+                self.slots.remove(slot);
+            }
+        }
+        self.fingerprints
+            .remove(&(text_fingerprint(&memory.text), memory.id.clone()));
+        let at = memory.superseded_at.unwrap_or(memory.updated_at);
+        self.superseded.remove(&(at, memory.id.clone()));
+        self.health.remove(memory);
+    }
+
+    /// The memory that holds a slot, if any (current or expired, never superseded).
+    pub fn slot_holder(&self, slot: &str) -> Option<&Arc<MemoryRecord>> {
+        self.slots.get(slot).and_then(|id| self.memories.get(id))
+    }
+
+    /// Memories not superseded whose text has the same words as `text`.
+    pub fn same_text(&self, text: &str) -> impl Iterator<Item = &Arc<MemoryRecord>> + '_ {
+        let fingerprint = text_fingerprint(text);
+        let wanted = memvault_extract::normalize_value(text);
+        self.fingerprints
+            .range((fingerprint, String::new())..)
+            .take_while(move |(found, _)| *found == fingerprint)
+            .filter_map(|(_, id)| self.memories.get(id))
+            .filter(move |memory| memvault_extract::normalize_value(&memory.text) == wanted)
+    }
+
+    /// The memory an index key stands for, if that key is current.
+    pub fn by_key(&self, key: u64) -> Option<&Arc<MemoryRecord>> {
+        self.keys.get(&key)
+    }
+
+    /// One page in listing order, skipping archived memories unless asked for them.
+    pub fn page(
+        &self,
+        offset: usize,
+        limit: usize,
+        include_archived: bool,
+    ) -> Vec<Arc<MemoryRecord>> {
+        self.order
+            .values()
+            .filter_map(|id| self.memories.get(id))
+            .filter(|memory| include_archived || !memory.archived)
+            .skip(offset)
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+}
+
+/// The part of a collection that outlives any one actor: the tenant actor keeps it in its
+/// registry and hands it to each (re)started collection actor.
+pub struct CollectionHandle {
+    /// Unique for the life of the process: a deleted and re-created collection of the same
+    /// name gets a new one, so caches keyed by (id, version) never mix them up.
+    pub id: u64,
+    pub tenant: TenantId,
+    pub name: CollectionName,
+    /// The latest published snapshot; reads go here.
+    pub snapshot: ArcSwap<CollectionSnapshot>,
+    /// The running actor; `None` while it is being restarted, so writes fail fast (503)
+    /// instead of waiting on a dead mailbox.
+    pub actor: ArcSwapOption<ActorRef<CollectionMessage>>,
+    /// How many times the actor was restarted after a failure.
+    pub restarts: AtomicU64,
+    /// The search indexes of the running actor; `None` until it has opened them.
+    pub indexes: ArcSwapOption<CollectionIndexes>,
+    /// The last summary written, valid while the snapshot version is unchanged.
+    pub summary: ArcSwapOption<CachedSummary>,
+}
+
+impl CollectionHandle {
+    pub fn new(tenant: TenantId, name: CollectionName) -> Arc<Self> {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        Arc::new(Self {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            tenant,
+            name,
+            snapshot: ArcSwap::from_pointee(CollectionSnapshot::default()),
+            actor: ArcSwapOption::empty(),
+            restarts: AtomicU64::new(0),
+            indexes: ArcSwapOption::empty(),
+            summary: ArcSwapOption::empty(),
+        })
+    }
+
+    pub fn snapshot(&self) -> Arc<CollectionSnapshot> {
+        self.snapshot.load_full()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+    use memvault_storage::CreatedBy;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn memory(id: u8, second: u8, pinned: bool, archived: bool) -> Arc<MemoryRecord> {
+        let at = Utc
+            .with_ymd_and_hms(2026, 1, 1, 0, 0, u32::from(second % 60))
+            .unwrap();
+        Arc::new(MemoryRecord {
+            id: format!("m{id:03}"),
+            text: "t".to_owned(),
+            importance: 0.5,
+            category: "other".to_owned(),
+            source: "api".to_owned(),
+            metadata: Default::default(),
+            container_tag: None,
+            images: Vec::new(),
+            created_at: at,
+            updated_at: at,
+            pinned,
+            archived,
+            created_by: CreatedBy {
+                id: "k".to_owned(),
+                label: "l".to_owned(),
+            },
+            superseded_by: None,
+            superseded_at: None,
+            slot: None,
+            value: None,
+            expires_at: None,
+            index_key: u64::from(id),
+        })
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Put {
+            id: u8,
+            second: u8,
+            pinned: bool,
+            archived: bool,
+        },
+        Remove {
+            id: u8,
+        },
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (0..20u8, any::<u8>(), any::<bool>(), any::<bool>()).prop_map(
+                |(id, second, pinned, archived)| Step::Put {
+                    id,
+                    second,
+                    pinned,
+                    archived
+                }
+            ),
+            (0..20u8).prop_map(|id| Step::Remove { id }),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the sequence of writes, a page is the slice of "pinned first, then
+        /// newest first, then id" over the live memories, and the order index never keeps
+        /// a stale entry.
+        #[test]
+        fn pages_match_a_full_sort(steps in prop::collection::vec(step(), 0..60),
+                                   offset in 0..25usize, limit in 1..25usize, include_archived: bool) {
+            let mut snapshot = CollectionSnapshot::default();
+            for step in steps {
+                match step {
+                    Step::Put { id, second, pinned, archived } => snapshot.insert(memory(id, second, pinned, archived)),
+                    Step::Remove { id } => { snapshot.remove(&format!("m{id:03}")); }
+                }
+            }
+            prop_assert_eq!(snapshot.order.len(), snapshot.memories.len());
+            let mut expected: Vec<Arc<MemoryRecord>> = snapshot
+                .memories
+                .values()
+                .filter(|memory| include_archived || !memory.archived)
+                .cloned()
+                .collect();
+            expected.sort_by(|a, b| {
+                b.pinned.cmp(&a.pinned).then(b.created_at.cmp(&a.created_at)).then(b.id.cmp(&a.id))
+            });
+            let expected: Vec<String> = expected.iter().skip(offset).take(limit).map(|m| m.id.clone()).collect();
+            let actual: Vec<String> = snapshot
+                .page(offset, limit, include_archived)
+                .iter()
+                .map(|m| m.id.clone())
+                .collect();
+            prop_assert_eq!(actual, expected);
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! memvault-core: the actors and the behaviour they run.
+//!
+//! # Layout
+//!
+//! - [`root`]: the root supervisor; one tenant actor per tenant.
+//! - [`tenant`]: the tenant actor (collections, keys) and what it publishes.
+//! - [`collection`]: the collection actor, which serializes a collection's writes and
+//!   publishes snapshots that reads use without touching a mailbox.
+//! - [`service`]: [`Memvault`], the facade the HTTP edge calls, one method per use case.
+//! - [`agent`]: API keys as agent identities, and the key directory used to authenticate.
+//! - [`memory`]: what creating or changing a memory carries, and its validation rules.
+//! - [`metrics`]: per-route, per-stage and cache figures for the operator endpoints.
+//! - [`pageviews`]: cookieless pageview counts from the public beacon.
+//! - [`status`]: periodic self-checks behind the public status page.
+//! - [`maintenance`]: dedup clustering and the extractive collection summary.
+//! - [`webhooks`]: signed outbound webhooks for memory events, from a durable outbox.
+//!
+//! Actors know nothing of HTTP; storage goes through `memvault-storage`'s traits.
+
+pub mod agent;
+pub mod audit;
+mod call;
+pub mod collection;
+pub mod error;
+pub mod extraction;
+pub mod maintenance;
+pub mod memory;
+pub mod metrics;
+pub mod pageviews;
+pub mod ratelimit;
+pub mod root;
+pub mod service;
+pub mod status;
+pub mod tenant;
+pub mod webhooks;
+
+pub use agent::Agent;
+pub use error::{Error, Result};
+pub use service::{
+    Contradiction, ExtractionLlmInput, ExtractionLlmView, Extractor, ListPage, Memvault, Profile,
+    RememberInput, RememberOutcome, ServiceConfig, SpendView,
+};

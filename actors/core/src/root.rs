@@ -1,0 +1,204 @@
+//! The root supervisor: spawns one tenant actor per tenant at start-up and on tenant
+//! creation, and restarts a failed one with back-off.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dashmap::DashMap;
+use memvault_storage::{ApiKeyRecord, Store, TenantId, TenantRecord};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+
+use crate::agent::KeyDirectory;
+use crate::error::{Error, Result};
+use crate::tenant::{TenantActor, TenantArgs, TenantHandle};
+use crate::webhooks::MemoryEventSink;
+use memvault_index::IndexSettings;
+
+const RESTART_DELAY: Duration = Duration::from_millis(200);
+
+pub struct RootActor;
+
+pub struct RootArgs {
+    pub store: Arc<dyn Store>,
+    pub indexing: Arc<IndexSettings>,
+    pub keys: Arc<KeyDirectory>,
+    pub tenants: Arc<DashMap<TenantId, Arc<TenantHandle>>>,
+    /// Handed to every collection actor for webhook events.
+    pub events: MemoryEventSink,
+}
+
+pub enum RootMessage {
+    /// Persists a new tenant with its first key and starts its actor.
+    CreateTenant {
+        record: Box<TenantRecord>,
+        key: Box<ApiKeyRecord>,
+        reply: RpcReplyPort<Result<Arc<TenantHandle>>>,
+    },
+    /// Sent to itself after a back-off: restart a failed tenant actor.
+    RestartTenant { id: TenantId },
+}
+
+pub struct RootState {
+    store: Arc<dyn Store>,
+    indexing: Arc<IndexSettings>,
+    keys: Arc<KeyDirectory>,
+    /// Every tenant's handle, shared with the service for lock-free reads.
+    tenants: Arc<DashMap<TenantId, Arc<TenantHandle>>>,
+    /// Which tenant each linked child actor serves.
+    children: HashMap<ActorId, TenantId>,
+    /// Passed down to the collection actors, which report changed memories to it.
+    events: MemoryEventSink,
+}
+
+async fn spawn_tenant(
+    myself: &ActorRef<RootMessage>,
+    state: &mut RootState,
+    handle: &Arc<TenantHandle>,
+) -> Result<()> {
+    let args = TenantArgs {
+        handle: handle.clone(),
+        store: state.store.clone(),
+        indexing: state.indexing.clone(),
+        keys: state.keys.clone(),
+        events: state.events.clone(),
+    };
+    let id = handle.snapshot().record.id.clone();
+    let (actor, _) = Actor::spawn_linked(None, TenantActor, args, myself.get_cell())
+        .await
+        .map_err(|error| {
+            Error::Unavailable(format!("tenant {id} could not be started: {error}"))
+        })?;
+    state.children.insert(actor.get_id(), id);
+    handle.actor.store(Some(Arc::new(actor)));
+    Ok(())
+}
+
+async fn create_tenant(
+    myself: &ActorRef<RootMessage>,
+    state: &mut RootState,
+    record: TenantRecord,
+    key: ApiKeyRecord,
+) -> Result<Arc<TenantHandle>> {
+    let store = state.store.clone();
+    let stored = record.clone();
+    tokio::task::spawn_blocking(move || {
+        store.put_tenant(&stored)?;
+        store.put_api_key(&key)
+    })
+    .await
+    .map_err(|error| Error::Unavailable(format!("storage task did not complete: {error}")))??;
+    let handle = TenantHandle::new(record.clone());
+    spawn_tenant(myself, state, &handle).await?;
+    state.tenants.insert(record.id, handle.clone());
+    Ok(handle)
+}
+
+impl Actor for RootActor {
+    type Msg = RootMessage;
+    type State = RootState;
+    type Arguments = RootArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: RootArgs,
+    ) -> Result<RootState, ActorProcessingErr> {
+        let store = args.store.clone();
+        let records = tokio::task::spawn_blocking(move || store.tenants()).await??;
+        let mut state = RootState {
+            store: args.store,
+            indexing: args.indexing,
+            keys: args.keys,
+            tenants: args.tenants,
+            children: HashMap::new(),
+            events: args.events,
+        };
+        for record in records {
+            let handle = TenantHandle::new(record.clone());
+            spawn_tenant(&myself, &mut state, &handle).await?;
+            state.tenants.insert(record.id, handle);
+        }
+        Ok(state)
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut RootState,
+    ) -> Result<(), ActorProcessingErr> {
+        let running: Vec<_> = state
+            .tenants
+            .iter()
+            .filter_map(|tenant| tenant.actor.swap(None))
+            .collect();
+        for actor in running {
+            let _ = actor
+                .stop_and_wait(
+                    Some("shutting down".to_owned()),
+                    Some(Duration::from_secs(20)),
+                )
+                .await;
+        }
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: RootMessage,
+        state: &mut RootState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            RootMessage::CreateTenant { record, key, reply } => {
+                let result = create_tenant(&myself, state, *record, *key).await;
+                let _ = reply.send(result);
+            }
+            RootMessage::RestartTenant { id } => {
+                let Some(handle) = state.tenants.get(&id).map(|entry| entry.clone()) else {
+                    return Ok(());
+                };
+                if let Err(error) = spawn_tenant(&myself, state, &handle).await {
+                    tracing::warn!(tenant = %id, %error, "tenant actor restart failed");
+                    schedule_restart(&myself, id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut RootState,
+    ) -> Result<(), ActorProcessingErr> {
+        match event {
+            SupervisionEvent::ActorFailed(cell, error) => {
+                let Some(id) = state.children.remove(&cell.get_id()) else {
+                    return Ok(());
+                };
+                if let Some(handle) = state.tenants.get(&id) {
+                    handle.actor.store(None);
+                    handle.restarts.fetch_add(1, Ordering::Relaxed);
+                }
+                tracing::error!(tenant = %id, %error, "tenant actor failed; restarting");
+                schedule_restart(&myself, id);
+            }
+            SupervisionEvent::ActorTerminated(cell, _, _) => {
+                state.children.remove(&cell.get_id());
+            }
+            SupervisionEvent::ActorStarted(_) | SupervisionEvent::ProcessGroupChanged(_) => {}
+        }
+        Ok(())
+    }
+}
+
+fn schedule_restart(myself: &ActorRef<RootMessage>, id: TenantId) {
+    let myself = myself.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(RESTART_DELAY).await;
+        let _ = myself.cast(RootMessage::RestartTenant { id });
+    });
+}

@@ -1,0 +1,284 @@
+//! Keeping collections tidy and telling their owners how they are doing: dedup,
+//! archive-stale, health (per collection and service-wide) and the collection summary.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use memvault_storage::{CollectionName, MemoryRecord, TenantId};
+
+use super::Memvault;
+use crate::collection::{stale_cutoff, CollectionHealth, CollectionMessage, CollectionSnapshot};
+use crate::error::{Error, Result};
+use crate::maintenance::dedup::DedupReport;
+use crate::maintenance::extractive::{extractive_summary, SummaryItem};
+use crate::maintenance::{CachedSummary, CollectionSummary};
+use crate::service::Purpose;
+use memvault_index::search::filter::is_current;
+use memvault_types::limits::DEDUP_WINDOW;
+
+/// Health summed over every collection of every tenant.
+#[derive(Debug, Clone)]
+pub struct ServiceHealth {
+    pub tenants: usize,
+    pub collections: usize,
+    pub health: CollectionHealth,
+}
+
+/// Memories archived per actor call by archive-stale.
+const ARCHIVE_BATCH: usize = 1_000;
+
+/// Recency halves every this many days when picking the memories a summary is based on.
+const SUMMARY_RECENCY_HALF_LIFE_DAYS: f64 = 30.0;
+
+impl Memvault {
+    pub async fn dedup(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        threshold: f32,
+        dry_run: bool,
+    ) -> Result<DedupReport> {
+        let entry = self.collection_entry(tenant, collection)?;
+        self.call_collection(&entry.handle, |reply| CollectionMessage::Dedup {
+            threshold,
+            window: DEDUP_WINDOW,
+            dry_run,
+            reply,
+        })
+        .await
+    }
+
+    /// The ids archived (or, on a dry run, that would be), oldest first. Archiving goes
+    /// in batches of [`ARCHIVE_BATCH`], one actor call each, so other writes interleave and
+    /// no call nears the timeout however many memories are stale.
+    pub async fn archive_stale(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        older_than_days: u32,
+        dry_run: bool,
+    ) -> Result<Vec<String>> {
+        let entry = self.collection_entry(tenant, collection)?;
+        let cutoff = stale_cutoff(self.now(), older_than_days);
+        let max = if dry_run { usize::MAX } else { ARCHIVE_BATCH };
+        let mut archived = Vec::new();
+        loop {
+            let batch = self
+                .call_collection(&entry.handle, |reply| CollectionMessage::ArchiveStale {
+                    cutoff,
+                    dry_run,
+                    max,
+                    reply,
+                })
+                .await?;
+            let done = batch.len() < max;
+            archived.extend(batch);
+            if done {
+                return Ok(archived);
+            }
+        }
+    }
+
+    /// `None` when the collection does not exist.
+    pub fn collection_health(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        stale_days: u32,
+    ) -> Result<Option<CollectionHealth>> {
+        match self.collection_entry(tenant, collection) {
+            Ok(entry) => Ok(Some(entry.handle.snapshot().health(self.now(), stale_days))),
+            Err(Error::NotFound(_)) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Every collection's health, summed; read from the published snapshots.
+    pub fn service_health(&self, stale_days: u32) -> ServiceHealth {
+        let now = self.now();
+        let mut total = ServiceHealth {
+            tenants: 0,
+            collections: 0,
+            health: CollectionHealth::default(),
+        };
+        for tenant in self.inner.tenants.iter() {
+            total.tenants += 1;
+            for entry in tenant.snapshot().collections.values() {
+                total.collections += 1;
+                total
+                    .health
+                    .absorb(&entry.handle.snapshot().health(now, stale_days));
+            }
+        }
+        total
+    }
+
+    /// The collection's summary over its top `limit` memories by importance and recency:
+    /// one LLM call when an LLM serves the tenant, else extractive. Cached until the
+    /// collection changes. `None` when the collection does not exist; never an error
+    /// otherwise.
+    pub async fn summary(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        limit: usize,
+    ) -> Result<Option<Arc<CollectionSummary>>> {
+        let handle = match self.collection_entry(tenant, collection) {
+            Ok(entry) => entry.handle,
+            Err(Error::NotFound(_)) => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        let snapshot = handle.snapshot();
+        if let Some(cached) = handle.summary.load_full() {
+            if cached.version == snapshot.version && cached.limit == limit {
+                return Ok(Some(cached.summary.clone()));
+            }
+        }
+        let now = self.now();
+        let top = top_memories(&snapshot, now, limit);
+        let (summary, cacheable) = self.write_summary(tenant, collection, &top, now).await;
+        let summary = Arc::new(summary);
+        if cacheable {
+            handle.summary.store(Some(Arc::new(CachedSummary {
+                version: snapshot.version,
+                limit,
+                summary: summary.clone(),
+            })));
+        }
+        Ok(Some(summary))
+    }
+
+    /// The summary and whether it may be cached (not when an LLM call failed: the next
+    /// request tries again).
+    async fn write_summary(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        top: &[Arc<MemoryRecord>],
+        now: DateTime<Utc>,
+    ) -> (CollectionSummary, bool) {
+        let mut skipped = None;
+        let mut cacheable = true;
+        if !top.is_empty() {
+            match self.llm_for(tenant, Purpose::Summary).await {
+                Ok(choice) => match choice.llm() {
+                    Some(llm) => {
+                        let texts: Vec<String> =
+                            top.iter().map(|memory| memory.text.clone()).collect();
+                        match llm.chat(memvault_llm::summary_request(&texts)).await {
+                            Ok(response) => {
+                                self.record_usage(
+                                    tenant,
+                                    Purpose::Summary,
+                                    llm.model(),
+                                    false,
+                                    response.usage,
+                                )
+                                .await;
+                                if let Some((summary, themes)) =
+                                    memvault_llm::parse_summary(&response.content)
+                                {
+                                    let summary = CollectionSummary {
+                                        summary,
+                                        themes,
+                                        based_on: top.len(),
+                                        generated_at: now,
+                                        generated_by: "llm",
+                                        skipped: None,
+                                    };
+                                    return (summary, true);
+                                }
+                                skipped = Some("the LLM's summary was not usable".to_owned());
+                            }
+                            Err(error) => {
+                                skipped = Some(format!("the LLM call failed: {error}"));
+                            }
+                        }
+                        cacheable = false;
+                    }
+                    None if self.has_platform_llm() => skipped = choice.absence(),
+                    None => {}
+                },
+                Err(error) => {
+                    skipped = Some(format!("the LLM could not be chosen: {error}"));
+                    cacheable = false;
+                }
+            }
+        }
+        let embeddings = self.embeddings_of(tenant, collection, top).await;
+        let items: Vec<SummaryItem<'_>> = top
+            .iter()
+            .zip(&embeddings)
+            .map(|(memory, embedding)| SummaryItem {
+                text: &memory.text,
+                embedding,
+                importance: memory.importance,
+            })
+            .collect();
+        let extractive = extractive_summary(&items);
+        let summary = CollectionSummary {
+            summary: extractive.summary,
+            themes: extractive.themes,
+            based_on: top.len(),
+            generated_at: now,
+            generated_by: "extractive",
+            skipped,
+        };
+        (summary, cacheable)
+    }
+
+    /// Each memory's stored embedding; an empty one where it cannot be read (the
+    /// extractive summary then treats that memory as unlike the others).
+    async fn embeddings_of(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        memories: &[Arc<MemoryRecord>],
+    ) -> Vec<Vec<f32>> {
+        let (store, tenant, collection) =
+            (self.inner.store.clone(), tenant.clone(), collection.clone());
+        let ids: Vec<String> = memories.iter().map(|memory| memory.id.clone()).collect();
+        let count = ids.len();
+        let loaded = tokio::task::spawn_blocking(move || {
+            ids.iter()
+                .map(|id| match store.memory(&tenant, &collection, id) {
+                    Ok(Some(stored)) => stored.embedding,
+                    Ok(None) | Err(_) => Vec::new(),
+                })
+                .collect::<Vec<_>>()
+        })
+        .await;
+        loaded.unwrap_or_else(|_| vec![Vec::new(); count])
+    }
+}
+
+/// The `limit` current, unarchived memories with the highest blend of importance (0.7)
+/// and recency (0.3, halving every 30 days since the last update), best first.
+fn top_memories(
+    snapshot: &CollectionSnapshot,
+    now: DateTime<Utc>,
+    limit: usize,
+) -> Vec<Arc<MemoryRecord>> {
+    let score = |memory: &MemoryRecord| {
+        let age_days = (now - memory.updated_at).num_seconds().max(0) as f64 / 86_400.0;
+        let recency = 0.5f64.powf(age_days / SUMMARY_RECENCY_HALF_LIFE_DAYS);
+        0.7 * memory.importance + 0.3 * recency
+    };
+    let mut scored: Vec<(f64, Arc<MemoryRecord>)> = snapshot
+        .memories
+        .values()
+        .filter(|memory| !memory.archived && is_current(memory, now))
+        .map(|memory| (score(memory), memory.clone()))
+        .collect();
+    let better = |a: &(f64, Arc<MemoryRecord>), b: &(f64, Arc<MemoryRecord>)| {
+        b.0.total_cmp(&a.0)
+            .then(b.1.updated_at.cmp(&a.1.updated_at))
+            .then(b.1.id.cmp(&a.1.id))
+    };
+    if scored.len() > limit && limit > 0 {
+        scored.select_nth_unstable_by(limit - 1, better);
+    }
+    scored.truncate(limit);
+    scored.sort_by(better);
+    scored.into_iter().map(|(_, memory)| memory).collect()
+}

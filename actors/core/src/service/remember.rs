@@ -1,0 +1,418 @@
+//! Graph memory: remember (now or as a job), contradictions and the profile.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use memvault_storage::{
+    CollectionName, CreatedBy, ExtractJobRecord, JobState, MemoryRecord, RememberedFact, TenantId,
+};
+
+use super::intelligence::{LlmChoice, Purpose};
+use super::Memvault;
+use crate::agent::Agent;
+use crate::call::blocking;
+use crate::collection::{CollectionMessage, CollectionSnapshot, IncomingFact};
+use crate::error::{Error, Result};
+use crate::extraction::ExtractionMessage;
+use crate::metrics::{Counter, Stage};
+use memvault_extract::ExtractedFact;
+use memvault_index::search::filter::is_current;
+use memvault_types::limits::{DEFAULT_IMPORTANCE, PROFILE_MAX_FACTS};
+
+/// What one remember carries, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RememberInput {
+    pub content: String,
+    pub importance: Option<f64>,
+}
+
+/// Which extractor read the content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extractor {
+    /// The built-in rule-based extractor (no LLM configured).
+    Rules,
+    /// An LLM (the platform's or the tenant's own).
+    Llm,
+    /// None: the content was stored as one raw memory (spend cap reached).
+    Skipped,
+}
+
+impl Extractor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Rules => "rules",
+            Self::Llm => "llm",
+            Self::Skipped => "skipped",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RememberOutcome {
+    pub facts: Vec<RememberedFact>,
+    pub extractor: Extractor,
+    /// Why extraction was skipped, when it was.
+    pub detail: Option<String>,
+}
+
+impl RememberOutcome {
+    /// Memories newly stored (new or updated), not duplicates.
+    pub fn created(&self) -> usize {
+        self.facts
+            .iter()
+            .filter(|fact| fact.relation != "duplicate")
+            .count()
+    }
+}
+
+/// One pair of the contradictions list: a fact and the older one it superseded.
+#[derive(Debug, Clone)]
+pub struct Contradiction {
+    pub current: Arc<MemoryRecord>,
+    pub superseded: Arc<MemoryRecord>,
+}
+
+impl Contradiction {
+    /// The pair for the superseded memory `id`, when both it and its successor are still
+    /// in the snapshot.
+    pub(crate) fn of(snapshot: &CollectionSnapshot, id: &str) -> Option<Self> {
+        let superseded = snapshot.memories.get(id)?.clone();
+        let current = snapshot
+            .memories
+            .get(superseded.superseded_by.as_deref()?)?
+            .clone();
+        Some(Contradiction {
+            current,
+            superseded,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Profile {
+    pub profile: String,
+    pub based_on: usize,
+    /// `llm` or `extractive`.
+    pub generated_by: &'static str,
+    /// Why the LLM was not used, when one could have been.
+    pub skipped: Option<String>,
+}
+
+fn created_by(agent: &Agent) -> CreatedBy {
+    CreatedBy {
+        id: agent.key_id.clone(),
+        label: agent.label.clone(),
+    }
+}
+
+impl Memvault {
+    /// Extracts and stores facts now, in the request.
+    pub async fn remember(
+        &self,
+        agent: &Agent,
+        collection: &CollectionName,
+        input: RememberInput,
+    ) -> Result<RememberOutcome> {
+        self.remember_as(&agent.tenant_id, created_by(agent), collection, input)
+            .await
+    }
+
+    /// Persists a job and queues it; the job survives a crash and runs after a restart.
+    pub async fn submit_remember(
+        &self,
+        agent: &Agent,
+        collection: &CollectionName,
+        input: RememberInput,
+    ) -> Result<ExtractJobRecord> {
+        // Fail now, not in the job, when the tenant's collection cannot exist.
+        self.tenant_handle(&agent.tenant_id)?;
+        let now = self.now();
+        let job = ExtractJobRecord {
+            id: format!("job_{}", uuid::Uuid::now_v7().simple()),
+            tenant_id: agent.tenant_id.clone(),
+            collection: collection.clone(),
+            content: input.content,
+            importance: input.importance,
+            created_by: created_by(agent),
+            state: JobState::Queued,
+            facts: Vec::new(),
+            detail: None,
+            attempts: 0,
+            created_at: now,
+            updated_at: now,
+        };
+        self.put_job(job.clone()).await?;
+        self.extraction()?
+            .cast(ExtractionMessage::Submit(Box::new(job.clone())))
+            .map_err(|_| Error::Unavailable("the extraction queue is stopped".to_owned()))?;
+        Ok(job)
+    }
+
+    pub async fn extract_job(&self, tenant: &TenantId, id: &str) -> Result<ExtractJobRecord> {
+        let (store, tenant, key) = (self.inner.store.clone(), tenant.clone(), id.to_owned());
+        let job = blocking(move || store.job(&tenant, &key)).await?;
+        job.ok_or_else(|| Error::NotFound(format!("extract job '{id}' not found")))
+    }
+
+    pub(crate) async fn put_job(&self, job: ExtractJobRecord) -> Result<()> {
+        let store = self.inner.store.clone();
+        blocking(move || store.put_job(&job)).await
+    }
+
+    /// Runs one job to its end (done or failed) and persists each state it passes.
+    pub(crate) async fn run_job(&self, mut job: ExtractJobRecord) -> ExtractJobRecord {
+        job.state = JobState::Processing;
+        job.attempts += 1;
+        job.updated_at = Utc::now();
+        if let Err(error) = self.put_job(job.clone()).await {
+            tracing::warn!(job = %job.id, %error, "job state not saved");
+        }
+        let input = RememberInput {
+            content: job.content.clone(),
+            importance: job.importance,
+        };
+        let outcome = self
+            .remember_as(
+                &job.tenant_id,
+                job.created_by.clone(),
+                &job.collection,
+                input,
+            )
+            .await;
+        match outcome {
+            Ok(outcome) => {
+                job.state = JobState::Done;
+                job.facts = outcome.facts;
+                job.detail = outcome.detail;
+            }
+            Err(error) => {
+                job.state = JobState::Failed;
+                job.detail = Some(error.to_string());
+            }
+        }
+        job.updated_at = Utc::now();
+        if let Err(error) = self.put_job(job.clone()).await {
+            tracing::warn!(job = %job.id, %error, "finished job not saved; it runs again after a restart");
+        }
+        job
+    }
+
+    async fn remember_as(
+        &self,
+        tenant: &TenantId,
+        created_by: CreatedBy,
+        collection: &CollectionName,
+        input: RememberInput,
+    ) -> Result<RememberOutcome> {
+        let now = self.now();
+        let choice = self.llm_for(tenant, Purpose::Extract).await?;
+        let (facts, extractor, detail) = match &choice {
+            LlmChoice::Own(llm) | LlmChoice::Platform(llm) => {
+                let extract_started = std::time::Instant::now();
+                let result = memvault_extract::llm::extract(&**llm, &input.content, now).await;
+                let metrics = &self.inner.metrics;
+                metrics.record_stage(Stage::LlmExtract, extract_started.elapsed());
+                let (facts, usage) = match result {
+                    Ok(extracted) => extracted,
+                    Err(error) => {
+                        metrics.increment(Counter::LlmExtractFailed);
+                        self.record_usage(
+                            tenant,
+                            Purpose::Extract,
+                            llm.model(),
+                            choice.is_own(),
+                            error.usage(),
+                        )
+                        .await;
+                        return Err(Error::Upstream(error.to_string()));
+                    }
+                };
+                self.record_usage(
+                    tenant,
+                    Purpose::Extract,
+                    llm.model(),
+                    choice.is_own(),
+                    usage,
+                )
+                .await;
+                (
+                    facts.into_iter().map(incoming).collect(),
+                    Extractor::Llm,
+                    None,
+                )
+            }
+            LlmChoice::OverCap { .. } => {
+                let raw = IncomingFact {
+                    category: "other".to_owned(),
+                    text: input.content.trim().to_owned(),
+                    slot: None,
+                    value: input.content.trim().to_owned(),
+                    valid_until: None,
+                    embedding: Vec::new(),
+                };
+                let detail = choice.absence().map(|why| {
+                    format!("extraction skipped: {why}; the content was stored as it is")
+                });
+                (vec![raw], Extractor::Skipped, detail)
+            }
+            LlmChoice::Unconfigured => (
+                memvault_extract::rules::extract(&input.content, now)
+                    .into_iter()
+                    .map(incoming)
+                    .collect(),
+                Extractor::Rules,
+                None,
+            ),
+        };
+        let facts = self.embed_facts(facts).await?;
+        if facts.is_empty() {
+            return Ok(RememberOutcome {
+                facts: Vec::new(),
+                extractor,
+                detail: Some("no statement to remember was found in the content".to_owned()),
+            });
+        }
+        let handle = self.ensure_collection(tenant, collection).await?;
+        let importance = input.importance.unwrap_or(DEFAULT_IMPORTANCE);
+        let facts = self
+            .call_collection(&handle, |reply| CollectionMessage::Remember {
+                facts,
+                importance,
+                created_by,
+                now,
+                reply,
+            })
+            .await?;
+        Ok(RememberOutcome {
+            facts,
+            extractor,
+            detail,
+        })
+    }
+
+    async fn embed_facts(&self, mut facts: Vec<IncomingFact>) -> Result<Vec<IncomingFact>> {
+        facts.retain(|fact| !fact.text.trim().is_empty());
+        if facts.is_empty() {
+            return Ok(facts);
+        }
+        let texts = facts.iter().map(|fact| fact.text.clone()).collect();
+        let embeddings = self.embed_texts(texts).await?;
+        for (fact, embedding) in facts.iter_mut().zip(embeddings) {
+            fact.embedding = embedding;
+        }
+        Ok(facts)
+    }
+
+    /// Pairs of a fact and the one it superseded, newest supersession first.
+    pub fn contradictions(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        limit: usize,
+    ) -> Result<Vec<Contradiction>> {
+        let snapshot = self.collection_entry(tenant, collection)?.handle.snapshot();
+        Ok(snapshot
+            .superseded
+            .iter()
+            .rev()
+            .filter_map(|(_, id)| Contradiction::of(&snapshot, id))
+            .take(limit)
+            .collect())
+    }
+
+    /// What the collection knows about its user: current, unexpired, unarchived facts and
+    /// preferences, summarised by the LLM when there is one, else grouped by type.
+    pub async fn profile(&self, tenant: &TenantId, collection: &CollectionName) -> Result<Profile> {
+        let snapshot = self.collection_entry(tenant, collection)?.handle.snapshot();
+        let now = self.now();
+        let mut facts: Vec<Arc<MemoryRecord>> = snapshot
+            .memories
+            .values()
+            .filter(|memory| {
+                is_current(memory, now)
+                    && !memory.archived
+                    && matches!(memory.category.as_str(), "fact" | "preference")
+            })
+            .cloned()
+            .collect();
+        facts.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
+        facts.truncate(PROFILE_MAX_FACTS);
+        let based_on = facts.len();
+        let mut skipped = None;
+        if !facts.is_empty() {
+            let choice = self.llm_for(tenant, Purpose::Profile).await?;
+            match choice.llm() {
+                Some(llm) => {
+                    let pairs: Vec<(String, String)> = facts
+                        .iter()
+                        .map(|memory| (memory.category.clone(), memory.text.clone()))
+                        .collect();
+                    match llm.chat(memvault_llm::profile_request(&pairs)).await {
+                        Ok(response) => {
+                            self.record_usage(
+                                tenant,
+                                Purpose::Profile,
+                                llm.model(),
+                                false,
+                                response.usage,
+                            )
+                            .await;
+                            if let Some(profile) = memvault_llm::parse_profile(&response.content) {
+                                return Ok(Profile {
+                                    profile,
+                                    based_on,
+                                    generated_by: "llm",
+                                    skipped: None,
+                                });
+                            }
+                            skipped = Some("the LLM's profile was not usable".to_owned());
+                        }
+                        Err(error) => skipped = Some(format!("the LLM call failed: {error}")),
+                    }
+                }
+                None if self.has_platform_llm() => skipped = choice.absence(),
+                None => {}
+            }
+        }
+        Ok(Profile {
+            profile: extractive_profile(&facts),
+            based_on,
+            generated_by: "extractive",
+            skipped,
+        })
+    }
+
+    fn extraction(&self) -> Result<&ractor::ActorRef<ExtractionMessage>> {
+        self.inner
+            .extraction
+            .get()
+            .ok_or_else(|| Error::Unavailable("the extraction queue is not running".to_owned()))
+    }
+}
+
+fn incoming(fact: ExtractedFact) -> IncomingFact {
+    IncomingFact {
+        category: fact.kind.as_str().to_owned(),
+        text: fact.text,
+        slot: fact.slot,
+        value: fact.value,
+        valid_until: fact.valid_until,
+        embedding: Vec::new(),
+    }
+}
+
+/// Facts, then preferences, one line each, newest first within a group.
+fn extractive_profile(facts: &[Arc<MemoryRecord>]) -> String {
+    let mut sections = Vec::new();
+    for (category, heading) in [("fact", "Facts"), ("preference", "Preferences")] {
+        let lines: Vec<String> = facts
+            .iter()
+            .filter(|memory| memory.category == category)
+            .map(|memory| format!("- {}", memory.text))
+            .collect();
+        if !lines.is_empty() {
+            sections.push(format!("{heading}:\n{}", lines.join("\n")));
+        }
+    }
+    sections.join("\n\n")
+}

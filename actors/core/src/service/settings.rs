@@ -1,0 +1,151 @@
+//! Per-tenant settings: the bring-your-own extraction LLM and the monthly spend cap.
+
+use chrono::{DateTime, Utc};
+use memvault_storage::{ExtractionLlmRecord, TenantId, TenantSettings, UsageRow};
+
+use super::intelligence::{month_of, Purpose};
+use super::Memvault;
+use crate::error::{Error, Result};
+use crate::tenant::TenantMessage;
+use memvault_llm::self_test;
+
+/// A tenant's own extraction LLM as shown to it: never the key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtractionLlmView {
+    pub provider: String,
+    pub base_url: String,
+    pub model: String,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// What `PUT /v1/memory/extraction/config` carries, validated.
+#[derive(Debug, Clone)]
+pub struct ExtractionLlmInput {
+    pub provider: String,
+    pub base_url: String,
+    pub model: String,
+    pub api_key: String,
+}
+
+/// The cap and this month's spend.
+#[derive(Debug, Clone)]
+pub struct SpendView {
+    pub monthly_usd: Option<f64>,
+    pub month: String,
+    /// Platform LLM spend this month (what the cap limits).
+    pub spent_usd: f64,
+    pub usage: Vec<UsageRow>,
+}
+
+impl From<&ExtractionLlmRecord> for ExtractionLlmView {
+    fn from(record: &ExtractionLlmRecord) -> Self {
+        Self {
+            provider: record.provider.clone(),
+            base_url: record.base_url.clone(),
+            model: record.model.clone(),
+            updated_at: record.updated_at,
+        }
+    }
+}
+
+impl Memvault {
+    pub fn extraction_llm(&self, tenant: &TenantId) -> Result<Option<ExtractionLlmView>> {
+        let settings = self.tenant_handle(tenant)?.snapshot().settings.clone();
+        Ok(settings
+            .extraction_llm
+            .as_ref()
+            .map(ExtractionLlmView::from))
+    }
+
+    /// Calls the LLM once (a live self-test) and saves it only when that works.
+    pub async fn set_extraction_llm(
+        &self,
+        tenant: &TenantId,
+        input: ExtractionLlmInput,
+    ) -> Result<ExtractionLlmView> {
+        let intelligence = &self.inner.intelligence;
+        let sealed = intelligence.secrets()?.seal(input.api_key.as_bytes());
+        let client = intelligence.own_client(&input.base_url, &input.model, &input.api_key)?;
+        let usage = self_test(&client).await.map_err(|error| {
+            Error::Invalid(format!(
+                "the LLM self-test failed, so the configuration was not saved: {error}"
+            ))
+        })?;
+        self.record_usage(tenant, Purpose::Extract, &input.model, true, usage)
+            .await;
+        let record = ExtractionLlmRecord {
+            provider: input.provider,
+            base_url: input.base_url,
+            model: input.model,
+            api_key_sealed: sealed,
+            updated_at: Utc::now(),
+        };
+        let view = ExtractionLlmView::from(&record);
+        self.update_settings(tenant, move |settings| TenantSettings {
+            extraction_llm: Some(record),
+            ..settings.clone()
+        })
+        .await?;
+        Ok(view)
+    }
+
+    /// Reverts to the platform default; false when nothing was configured.
+    pub async fn clear_extraction_llm(&self, tenant: &TenantId) -> Result<bool> {
+        let had = self.extraction_llm(tenant)?.is_some();
+        self.update_settings(tenant, |settings| TenantSettings {
+            extraction_llm: None,
+            ..settings.clone()
+        })
+        .await?;
+        self.inner.intelligence.forget_own(tenant);
+        Ok(had)
+    }
+
+    pub async fn spend(&self, tenant: &TenantId) -> Result<SpendView> {
+        let settings = self.tenant_handle(tenant)?.snapshot().settings.clone();
+        let usage = self.usage_this_month(tenant).await?;
+        Ok(SpendView {
+            monthly_usd: settings.spend_cap_usd,
+            month: month_of(self.now()),
+            spent_usd: usage
+                .iter()
+                .filter(|row| !row.own_llm)
+                .map(|row| row.cost_usd)
+                .sum(),
+            usage,
+        })
+    }
+
+    pub async fn set_spend_cap(
+        &self,
+        tenant: &TenantId,
+        monthly_usd: Option<f64>,
+    ) -> Result<SpendView> {
+        if let Some(cap) = monthly_usd {
+            if !cap.is_finite() || cap < 0.0 {
+                return Err(Error::Invalid(
+                    "monthly_usd must be a non-negative number or null".to_owned(),
+                ));
+            }
+        }
+        self.update_settings(tenant, move |settings| TenantSettings {
+            spend_cap_usd: monthly_usd,
+            ..settings.clone()
+        })
+        .await?;
+        self.spend(tenant).await
+    }
+
+    async fn update_settings(
+        &self,
+        tenant: &TenantId,
+        change: impl FnOnce(&TenantSettings) -> TenantSettings + Send + 'static,
+    ) -> Result<()> {
+        self.call_tenant(tenant, |reply| TenantMessage::UpdateSettings {
+            change: Box::new(move |settings| Ok(change(settings))),
+            reply,
+        })
+        .await
+        .map(drop)
+    }
+}

@@ -1,0 +1,350 @@
+//! Actor tests without HTTP: a collection actor that fails is restarted by its tenant
+//! actor with its state reloaded from the store; meanwhile requests fail fast.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use memvault_core::memory::NewMemory;
+use memvault_core::service::NewTenant;
+use memvault_core::{Agent, Error, ListPage, Memvault, ServiceConfig};
+use memvault_embed::{Embedder, EmbeddingError, EmbeddingService};
+use memvault_storage::error::Result as StoreResult;
+use memvault_storage::{
+    ApiKeyRecord, CollectionName, CollectionRecord, MemoryStore, MetaStore, SledStore,
+    StorageError, StoredMemory, TenantId, TenantRecord,
+};
+
+/// Vectors from text lengths: enough for tests that are about actors, not semantics.
+struct LengthEmbedder;
+
+impl Embedder for LengthEmbedder {
+    fn model_name(&self) -> &str {
+        "length"
+    }
+
+    fn dimensions(&self) -> usize {
+        4
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+        Ok(texts
+            .iter()
+            .map(|text| vec![text.len() as f32, 1.0, 0.0, 0.0])
+            .collect())
+    }
+}
+
+/// Sled, with memory writes that fail while `failing` is set.
+struct FlakyStore {
+    inner: SledStore,
+    failing: AtomicBool,
+}
+
+impl FlakyStore {
+    fn check(&self) -> StoreResult<()> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(StorageError::Corrupt {
+                key: "injected".to_owned(),
+                reason: "injected write failure".to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl MetaStore for FlakyStore {
+    fn put_tenant(&self, tenant: &TenantRecord) -> StoreResult<()> {
+        self.inner.put_tenant(tenant)
+    }
+    fn tenants(&self) -> StoreResult<Vec<TenantRecord>> {
+        self.inner.tenants()
+    }
+    fn put_api_key(&self, key: &ApiKeyRecord) -> StoreResult<()> {
+        self.inner.put_api_key(key)
+    }
+    fn api_keys(&self, tenant: &TenantId) -> StoreResult<Vec<ApiKeyRecord>> {
+        self.inner.api_keys(tenant)
+    }
+    fn put_collection(&self, tenant: &TenantId, collection: &CollectionRecord) -> StoreResult<()> {
+        self.inner.put_collection(tenant, collection)
+    }
+    fn collections(&self, tenant: &TenantId) -> StoreResult<Vec<CollectionRecord>> {
+        self.inner.collections(tenant)
+    }
+    fn delete_collection(&self, tenant: &TenantId, name: &CollectionName) -> StoreResult<()> {
+        self.inner.delete_collection(tenant, name)
+    }
+    fn tenant_bytes(&self, tenant: &TenantId) -> StoreResult<u64> {
+        self.inner.tenant_bytes(tenant)
+    }
+
+    fn put_tenant_settings(
+        &self,
+        tenant: &TenantId,
+        settings: &memvault_storage::TenantSettings,
+    ) -> StoreResult<()> {
+        self.inner.put_tenant_settings(tenant, settings)
+    }
+
+    fn tenant_settings(&self, tenant: &TenantId) -> StoreResult<memvault_storage::TenantSettings> {
+        self.inner.tenant_settings(tenant)
+    }
+
+    fn add_usage(&self, tenant: &TenantId, delta: &memvault_storage::UsageRow) -> StoreResult<()> {
+        self.inner.add_usage(tenant, delta)
+    }
+
+    fn usage(
+        &self,
+        tenant: &TenantId,
+        month: &str,
+    ) -> StoreResult<Vec<memvault_storage::UsageRow>> {
+        self.inner.usage(tenant, month)
+    }
+}
+
+impl memvault_storage::JobStore for FlakyStore {
+    fn put_job(&self, job: &memvault_storage::ExtractJobRecord) -> StoreResult<()> {
+        self.inner.put_job(job)
+    }
+
+    fn job(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+    ) -> StoreResult<Option<memvault_storage::ExtractJobRecord>> {
+        self.inner.job(tenant, id)
+    }
+
+    fn unfinished_jobs(&self) -> StoreResult<Vec<memvault_storage::ExtractJobRecord>> {
+        self.inner.unfinished_jobs()
+    }
+
+    fn prune_jobs(&self, before: chrono::DateTime<chrono::Utc>) -> StoreResult<usize> {
+        self.inner.prune_jobs(before)
+    }
+}
+
+impl memvault_storage::OutboxStore for FlakyStore {
+    fn put_delivery(&self, delivery: &memvault_storage::OutboxDelivery) -> StoreResult<()> {
+        self.inner.put_delivery(delivery)
+    }
+
+    fn delivery(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+    ) -> StoreResult<Option<memvault_storage::OutboxDelivery>> {
+        self.inner.delivery(tenant, id)
+    }
+
+    fn pending_deliveries(&self) -> StoreResult<Vec<memvault_storage::OutboxDelivery>> {
+        self.inner.pending_deliveries()
+    }
+
+    fn delete_delivery(&self, tenant: &TenantId, id: &str) -> StoreResult<()> {
+        self.inner.delete_delivery(tenant, id)
+    }
+
+    fn delete_deliveries_of(&self, tenant: &TenantId) -> StoreResult<usize> {
+        self.inner.delete_deliveries_of(tenant)
+    }
+}
+
+impl memvault_storage::AuditStore for FlakyStore {
+    fn append_audit(&self, entries: &[memvault_storage::AuditEntry]) -> StoreResult<()> {
+        self.inner.append_audit(entries)
+    }
+
+    fn audit(
+        &self,
+        tenant: &TenantId,
+        since: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<memvault_storage::AuditEntry>> {
+        self.inner.audit(tenant, since, limit)
+    }
+
+    fn prune_audit(&self, before: chrono::DateTime<chrono::Utc>) -> StoreResult<usize> {
+        self.inner.prune_audit(before)
+    }
+}
+
+impl MemoryStore for FlakyStore {
+    fn put_memories(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        memories: &[StoredMemory],
+    ) -> StoreResult<()> {
+        self.check()?;
+        self.inner.put_memories(tenant, collection, memories)
+    }
+    fn memory(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        id: &str,
+    ) -> StoreResult<Option<StoredMemory>> {
+        self.inner.memory(tenant, collection, id)
+    }
+    fn memories(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+    ) -> StoreResult<Vec<StoredMemory>> {
+        self.inner.memories(tenant, collection)
+    }
+    fn delete_memories(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        ids: &[String],
+    ) -> StoreResult<()> {
+        self.inner.delete_memories(tenant, collection, ids)
+    }
+    fn move_memory(
+        &self,
+        tenant: &TenantId,
+        from: &CollectionName,
+        to: &CollectionName,
+        memory: &StoredMemory,
+    ) -> StoreResult<()> {
+        self.inner.move_memory(tenant, from, to, memory)
+    }
+}
+
+fn new_memory(text: &str) -> NewMemory {
+    NewMemory {
+        text: text.to_owned(),
+        importance: 0.5,
+        category: "other".to_owned(),
+        source: "api".to_owned(),
+        metadata: Default::default(),
+        container_tag: None,
+    }
+}
+
+async fn start(store: Arc<FlakyStore>) -> (Memvault, Agent) {
+    let embedder = EmbeddingService::start(Arc::new(LengthEmbedder), 16);
+    let service = Memvault::start(store, embedder, ServiceConfig::default())
+        .await
+        .unwrap();
+    let tenant = NewTenant {
+        name: "t".to_owned(),
+        email: "t@example.com".to_owned(),
+        tier: "free".to_owned(),
+        admin: false,
+    };
+    let (_, key) = service.create_tenant(tenant).await.unwrap();
+    let agent = service.authenticate(&key).unwrap();
+    (service, agent)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_collection_actor_restarts_with_state_from_the_store() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = Arc::new(FlakyStore {
+        inner: SledStore::open(directory.path()).unwrap(),
+        failing: AtomicBool::new(false),
+    });
+    let (service, agent) = start(store.clone()).await;
+    let notes = CollectionName::parse("notes").unwrap();
+    let kept = service
+        .create_memories(&agent, &notes, vec![new_memory("kept")])
+        .await
+        .unwrap();
+
+    store.failing.store(true, Ordering::SeqCst);
+    let failed = service
+        .create_memories(&agent, &notes, vec![new_memory("lost")])
+        .await;
+    assert!(matches!(failed, Err(Error::Storage(_))), "{failed:?}");
+    store.failing.store(false, Ordering::SeqCst);
+
+    // Until the restart, writes fail fast with Unavailable (503), never hang.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut saw_unavailable = false;
+    let recovered = loop {
+        let started = Instant::now();
+        match service
+            .create_memories(&agent, &notes, vec![new_memory("after")])
+            .await
+        {
+            Ok(created) => break created,
+            Err(Error::Unavailable(_)) => saw_unavailable = true,
+            Err(other) => panic!("unexpected error while restarting: {other}"),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "a request waited on a restarting actor"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the collection actor was not restarted"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert!(
+        saw_unavailable,
+        "the window between failure and restart should answer Unavailable"
+    );
+    let listed = service
+        .list_memories(
+            &agent.tenant_id,
+            &notes,
+            ListPage {
+                offset: 0,
+                limit: 10,
+                include_archived: true,
+            },
+        )
+        .unwrap();
+    let texts: Vec<&str> = listed.iter().map(|memory| memory.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        vec!["after", "kept"],
+        "state reloaded from the store; the failed write is absent"
+    );
+    assert_eq!(recovered[0].text, "after");
+    assert_eq!(kept[0].text, "kept");
+    service.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_is_reloaded_after_a_full_restart() {
+    let directory = tempfile::tempdir().unwrap();
+    let open = || {
+        Arc::new(FlakyStore {
+            inner: SledStore::open(directory.path()).unwrap(),
+            failing: AtomicBool::new(false),
+        })
+    };
+    let (service, agent) = start(open()).await;
+    let notes = CollectionName::parse("notes").unwrap();
+    let created = service
+        .create_memories(&agent, &notes, vec![new_memory("one"), new_memory("two")])
+        .await
+        .unwrap();
+    service
+        .set_pinned(&agent.tenant_id, &notes, &created[0].id, true)
+        .await
+        .unwrap();
+    service.shutdown().await;
+    drop(service);
+
+    let embedder = EmbeddingService::start(Arc::new(LengthEmbedder), 16);
+    let service = Memvault::start(open(), embedder, ServiceConfig::default())
+        .await
+        .unwrap();
+    let views = service.list_collections(&agent).unwrap();
+    assert_eq!(views.len(), 1);
+    assert_eq!(views[0].memory_count, 2);
+    let first = service
+        .get_memory(&agent.tenant_id, &notes, &created[0].id)
+        .unwrap();
+    assert!(first.pinned);
+    assert!(service.authenticate("mv_not_a_key").is_none());
+    service.shutdown().await;
+}

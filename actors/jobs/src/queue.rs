@@ -1,0 +1,510 @@
+//! [`JobQueue`]: one supervisor actor per kind, its linked workers, and the handle that
+//! submits to it.
+//!
+//! The supervisor holds the waiting jobs by due time (keys only), hands a due job to an
+//! idle worker, and learns from the worker how it was settled. A worker settles its own
+//! job (stores the retry or the failure through the kind) before it reports, so a job is
+//! never stored by two actors at once. When a worker dies mid-job (a panic, a kill) the
+//! supervisor settles the job as a failed attempt and starts a new worker after the
+//! kind's back-off.
+
+use std::collections::{BTreeMap, HashMap};
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
+
+use crate::kind::{JobKind, Outcome, Pending};
+use crate::metrics::{Event, JobMetrics, JobMetricsSnapshot};
+
+/// Bounds of the supervisor's tick, which starts jobs whose due time has come: half the
+/// kind's initial back-off, within these.
+const TICK_MIN: Duration = Duration::from_millis(20);
+const TICK_MAX: Duration = Duration::from_secs(1);
+/// How long stopping waits for a running job.
+const STOP_WAIT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error("the {0} queue did not start: {1}")]
+    Start(&'static str, String),
+    #[error("the {0} queue is stopped")]
+    Stopped(&'static str),
+}
+
+/// The handle to one kind's queue; cheap to clone.
+pub struct JobQueue<K: JobKind> {
+    supervisor: ActorRef<SupervisorMessage<K>>,
+    metrics: Arc<JobMetrics>,
+}
+
+impl<K: JobKind> Clone for JobQueue<K> {
+    fn clone(&self) -> Self {
+        Self {
+            supervisor: self.supervisor.clone(),
+            metrics: self.metrics.clone(),
+        }
+    }
+}
+
+impl<K: JobKind> JobQueue<K> {
+    /// Starts the kind's supervisor with `workers` workers and queues every job the kind
+    /// reports unfinished.
+    pub async fn start(kind: Arc<K>, workers: usize) -> Result<Self, JobError> {
+        let unfinished = kind
+            .unfinished()
+            .await
+            .map_err(|error| JobError::Start(K::NAME, error))?;
+        if !unfinished.is_empty() {
+            tracing::info!(
+                kind = K::NAME,
+                jobs = unfinished.len(),
+                "resuming unfinished jobs"
+            );
+        }
+        let metrics = Arc::new(JobMetrics::default());
+        let args = SupervisorArgs {
+            kind,
+            workers: workers.max(1),
+            metrics: metrics.clone(),
+            unfinished,
+        };
+        let (supervisor, _) = Actor::spawn(None, JobSupervisor::<K>(PhantomData), args)
+            .await
+            .map_err(|error| JobError::Start(K::NAME, error.to_string()))?;
+        Ok(Self {
+            supervisor,
+            metrics,
+        })
+    }
+
+    /// Queues a job the caller has already persisted, due now.
+    pub fn submit(&self, key: K::Key) -> Result<(), JobError> {
+        self.submit_pending(Pending::new(key))
+    }
+
+    /// Queues a persisted job with its attempts so far and due time.
+    pub fn submit_pending(&self, pending: Pending<K::Key>) -> Result<(), JobError> {
+        self.supervisor
+            .cast(SupervisorMessage::Submit(pending))
+            .map_err(|_| JobError::Stopped(K::NAME))
+    }
+
+    pub fn metrics(&self) -> JobMetricsSnapshot {
+        self.metrics.snapshot()
+    }
+
+    /// Stops the workers (a running job gets a while to finish; one cut short stays
+    /// unfinished in the kind's store and runs at the next start) and the supervisor.
+    pub async fn stop(&self) {
+        let _ = self
+            .supervisor
+            .stop_and_wait(Some("stopping".to_owned()), Some(STOP_WAIT * 2))
+            .await;
+    }
+
+    /// The workers now alive, for tests that kill one mid-job.
+    pub fn workers(&self) -> Vec<ractor::ActorCell> {
+        self.supervisor.get_children()
+    }
+}
+
+/// How a worker left a job.
+enum Settled<Key> {
+    /// Finished successfully.
+    Done,
+    /// Failed; stored to run again at its due time.
+    Again(Pending<Key>),
+    /// Failed for good.
+    Failed,
+}
+
+/// Carries out an attempt's outcome through the kind: a retry is stored with its due
+/// time, a job out of attempts is given up.
+async fn settle<K: JobKind>(
+    kind: &K,
+    pending: Pending<K::Key>,
+    outcome: Outcome,
+) -> Settled<K::Key> {
+    let attempts = pending.attempts.saturating_add(1);
+    let reason = match outcome {
+        Outcome::Done => return Settled::Done,
+        Outcome::Failed(reason) => {
+            tracing::warn!(kind = K::NAME, job = ?pending.key, attempts, %reason, "job failed");
+            return Settled::Failed;
+        }
+        Outcome::Retry(reason) => reason,
+    };
+    let policy = kind.policy();
+    if attempts >= policy.max_attempts {
+        tracing::warn!(kind = K::NAME, job = ?pending.key, attempts, %reason, "job given up");
+        kind.give_up(&pending.key, attempts, &reason).await;
+        return Settled::Failed;
+    }
+    let wait = policy.backoff.delay(attempts);
+    let due = Utc::now() + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::hours(1));
+    tracing::info!(
+        kind = K::NAME,
+        job = ?pending.key,
+        attempts,
+        retry_in_ms = wait.as_millis() as u64,
+        %reason,
+        "job attempt failed; will retry"
+    );
+    kind.retry_at(&pending.key, attempts, due, &reason).await;
+    Settled::Again(Pending {
+        key: pending.key,
+        attempts,
+        due,
+    })
+}
+
+enum SupervisorMessage<K: JobKind> {
+    /// A persisted job to queue.
+    Submit(Pending<K::Key>),
+    /// A worker settled its job and is idle again.
+    Finished {
+        worker: ActorId,
+        settled: Settled<K::Key>,
+    },
+    /// Timer: start the jobs whose due time has come.
+    Tick,
+    /// Sent to itself after a back-off: start a worker in place of a failed one.
+    StartWorker,
+}
+
+struct JobSupervisor<K>(PhantomData<fn() -> K>);
+
+struct SupervisorArgs<K: JobKind> {
+    kind: Arc<K>,
+    workers: usize,
+    metrics: Arc<JobMetrics>,
+    unfinished: Vec<Pending<K::Key>>,
+}
+
+/// Consecutive failures of one group, and until when it is paused.
+#[derive(Debug, Default)]
+struct GroupState {
+    failures: u32,
+    paused_until: Option<DateTime<Utc>>,
+}
+
+struct SupervisorState<K: JobKind> {
+    /// Runs the jobs; shared with every worker.
+    kind: Arc<K>,
+    /// Counted here, read by the operator endpoint.
+    metrics: Arc<JobMetrics>,
+    /// Waiting jobs by (due time, submission order): the earliest due first, ties in the
+    /// order they came.
+    waiting: BTreeMap<(DateTime<Utc>, u64), Pending<K::Key>>,
+    /// Next submission number, for the tie order.
+    sequence: u64,
+    idle: Vec<ActorRef<WorkerMessage<K>>>,
+    /// Busy workers and the job each holds (to settle it if the worker dies).
+    busy: HashMap<ActorId, (ActorRef<WorkerMessage<K>>, Pending<K::Key>)>,
+    /// Consecutive worker deaths, for the restart back-off.
+    worker_failures: u32,
+    /// Failure counts and pauses by group; only groups that failed are here.
+    groups: HashMap<String, GroupState>,
+    /// The tick's task, stopped with the supervisor.
+    ticker: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl<K: JobKind> SupervisorState<K> {
+    fn enqueue(&mut self, pending: Pending<K::Key>) {
+        self.sequence += 1;
+        self.waiting.insert((pending.due, self.sequence), pending);
+    }
+
+    /// Until when the job's group is paused, if it is.
+    fn paused_until(&mut self, key: &K::Key, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let group = self.groups.get_mut(&self.kind.group(key))?;
+        match group.paused_until {
+            Some(until) if until > now => Some(until),
+            Some(_) => {
+                group.paused_until = None;
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Hands due jobs to idle workers; a job of a paused group moves to the pause's end.
+    fn dispatch(&mut self) {
+        let now = Utc::now();
+        while !self.idle.is_empty() {
+            let Some(entry) = self.waiting.first_entry() else {
+                break;
+            };
+            if entry.key().0 > now {
+                break;
+            }
+            let pending = entry.remove();
+            if let Some(until) = self.paused_until(&pending.key, now) {
+                self.enqueue(Pending {
+                    due: until,
+                    ..pending
+                });
+                continue;
+            }
+            let Some(worker) = self.idle.pop() else {
+                self.enqueue(pending);
+                break;
+            };
+            if worker.cast(WorkerMessage::Run(pending.clone())).is_err() {
+                self.enqueue(pending);
+                continue;
+            }
+            self.busy.insert(worker.get_id(), (worker, pending));
+        }
+        self.publish_gauges(now);
+    }
+
+    fn publish_gauges(&self, now: DateTime<Utc>) {
+        let paused = self
+            .groups
+            .values()
+            .filter(|group| group.paused_until.is_some_and(|until| until > now))
+            .count();
+        self.metrics
+            .set_gauges(self.waiting.len(), self.busy.len(), paused);
+    }
+
+    /// Counts a settled job against its group, pausing the group when the kind says so.
+    fn record(&mut self, key: &K::Key, settled: Settled<K::Key>) {
+        let group_name = self.kind.group(key);
+        let failed = match settled {
+            Settled::Done => {
+                self.metrics.count(Event::Done);
+                self.groups.remove(&group_name);
+                return;
+            }
+            Settled::Again(pending) => {
+                self.metrics.count(Event::Retried);
+                self.enqueue(pending);
+                true
+            }
+            Settled::Failed => {
+                self.metrics.count(Event::Failed);
+                true
+            }
+        };
+        let Some(policy) = self.kind.pause_policy().filter(|_| failed) else {
+            return;
+        };
+        let group = self.groups.entry(group_name.clone()).or_default();
+        group.failures += 1;
+        if group.failures >= policy.after_failures {
+            group.failures = 0;
+            let pause =
+                chrono::Duration::from_std(policy.pause_for).unwrap_or(chrono::Duration::hours(1));
+            group.paused_until = Some(Utc::now() + pause);
+            self.metrics.count(Event::Pause);
+            tracing::warn!(
+                kind = K::NAME,
+                group = %group_name,
+                pause_ms = policy.pause_for.as_millis() as u64,
+                "job group paused after consecutive failures"
+            );
+        }
+    }
+
+    fn schedule_worker_start(&mut self, myself: &ActorRef<SupervisorMessage<K>>) {
+        self.worker_failures += 1;
+        let delay = self.kind.policy().backoff.delay(self.worker_failures);
+        myself.send_after(delay, || SupervisorMessage::StartWorker);
+    }
+}
+
+async fn start_worker<K: JobKind>(
+    supervisor: &ActorRef<SupervisorMessage<K>>,
+    kind: &Arc<K>,
+) -> Result<ActorRef<WorkerMessage<K>>, ActorProcessingErr> {
+    let args = WorkerState {
+        kind: kind.clone(),
+        supervisor: supervisor.clone(),
+    };
+    let (worker, _) = Actor::spawn_linked(
+        None,
+        JobWorker::<K>(PhantomData),
+        args,
+        supervisor.get_cell(),
+    )
+    .await?;
+    Ok(worker)
+}
+
+impl<K: JobKind> Actor for JobSupervisor<K> {
+    type Msg = SupervisorMessage<K>;
+    type State = SupervisorState<K>;
+    type Arguments = SupervisorArgs<K>;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: SupervisorArgs<K>,
+    ) -> Result<SupervisorState<K>, ActorProcessingErr> {
+        let mut idle = Vec::with_capacity(args.workers);
+        for _ in 0..args.workers {
+            idle.push(start_worker(&myself, &args.kind).await?);
+        }
+        let mut state = SupervisorState {
+            kind: args.kind,
+            metrics: args.metrics,
+            waiting: BTreeMap::new(),
+            sequence: 0,
+            idle,
+            busy: HashMap::new(),
+            worker_failures: 0,
+            groups: HashMap::new(),
+            ticker: None,
+        };
+        for pending in args.unfinished {
+            state.enqueue(pending);
+        }
+        Ok(state)
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        state: &mut SupervisorState<K>,
+    ) -> Result<(), ActorProcessingErr> {
+        let period = (state.kind.policy().backoff.initial / 2).clamp(TICK_MIN, TICK_MAX);
+        let ticker = myself.clone();
+        state.ticker = Some(tokio::spawn(async move {
+            let mut interval = tokio::time::interval(period);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                interval.tick().await;
+                if ticker.cast(SupervisorMessage::Tick).is_err() {
+                    return;
+                }
+            }
+        }));
+        state.dispatch();
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut SupervisorState<K>,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(ticker) = state.ticker.take() {
+            ticker.abort();
+        }
+        let workers = state
+            .idle
+            .drain(..)
+            .chain(state.busy.drain().map(|(_, (worker, _))| worker));
+        for worker in workers {
+            let _ = worker
+                .stop_and_wait(Some("queue stopped".to_owned()), Some(STOP_WAIT))
+                .await;
+        }
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: SupervisorMessage<K>,
+        state: &mut SupervisorState<K>,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            SupervisorMessage::Submit(pending) => state.enqueue(pending),
+            SupervisorMessage::Finished { worker, settled } => {
+                if let Some((worker, pending)) = state.busy.remove(&worker) {
+                    state.worker_failures = 0;
+                    state.idle.push(worker);
+                    state.record(&pending.key, settled);
+                }
+            }
+            SupervisorMessage::Tick => {}
+            SupervisorMessage::StartWorker => match start_worker(&myself, &state.kind).await {
+                Ok(worker) => state.idle.push(worker),
+                Err(error) => {
+                    tracing::warn!(kind = K::NAME, %error, "job worker did not start; retrying");
+                    state.schedule_worker_start(&myself);
+                }
+            },
+        }
+        state.dispatch();
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut SupervisorState<K>,
+    ) -> Result<(), ActorProcessingErr> {
+        let (id, reason) = match event {
+            SupervisionEvent::ActorFailed(cell, error) => (cell.get_id(), error.to_string()),
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                (cell.get_id(), reason.unwrap_or_else(|| "killed".to_owned()))
+            }
+            _ => return Ok(()),
+        };
+        state.idle.retain(|worker| worker.get_id() != id);
+        let held = state.busy.remove(&id);
+        state.metrics.count(Event::Restart);
+        tracing::warn!(kind = K::NAME, job = ?held.as_ref().map(|(_, pending)| &pending.key), %reason, "job worker died; restarting it");
+        if let Some((_, pending)) = held {
+            let key = pending.key.clone();
+            let outcome = Outcome::Retry(format!("the worker died: {reason}"));
+            let settled = settle(&*state.kind, pending, outcome).await;
+            state.record(&key, settled);
+        }
+        state.schedule_worker_start(&myself);
+        state.dispatch();
+        Ok(())
+    }
+}
+
+enum WorkerMessage<K: JobKind> {
+    Run(Pending<K::Key>),
+}
+
+struct JobWorker<K>(PhantomData<fn() -> K>);
+
+struct WorkerState<K: JobKind> {
+    kind: Arc<K>,
+    supervisor: ActorRef<SupervisorMessage<K>>,
+}
+
+impl<K: JobKind> Actor for JobWorker<K> {
+    type Msg = WorkerMessage<K>;
+    type State = WorkerState<K>;
+    type Arguments = WorkerState<K>;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: WorkerState<K>,
+    ) -> Result<WorkerState<K>, ActorProcessingErr> {
+        Ok(args)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: WorkerMessage<K>,
+        state: &mut WorkerState<K>,
+    ) -> Result<(), ActorProcessingErr> {
+        let WorkerMessage::Run(pending) = message;
+        let outcome = state
+            .kind
+            .run(&pending.key, pending.attempts.saturating_add(1))
+            .await;
+        let settled = settle(&*state.kind, pending, outcome).await;
+        let _ = state.supervisor.cast(SupervisorMessage::Finished {
+            worker: myself.get_id(),
+            settled,
+        });
+        Ok(())
+    }
+}
