@@ -9,6 +9,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, NaiveDate, Utc};
 use memvault_core::metrics::{LatencySummary, MetricsSnapshot, Stage};
+use memvault_core::Memvault;
+use memvault_jobs::JobMetricsSnapshot;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -116,10 +118,68 @@ pub struct MetricsResponse {
     /// `query_embedding_cache_hit`, `query_embedding_cache_miss`, `embed_texts` (texts
     /// embedded), `llm_extract_failed`.
     pub counters: BTreeMap<String, u64>,
+    /// Each background job kind (`extraction`, `webhook_delivery`) since the process
+    /// started (not reset with the window).
+    pub jobs: BTreeMap<String, JobMetricsResponse>,
+    /// Each recurring task since the process started.
+    pub recurring: Vec<RecurringMetricsResponse>,
+    /// Restarts of failed supervised actors since the process started.
+    pub actor_restarts: ActorRestartsResponse,
 }
 
-impl From<MetricsSnapshot> for MetricsResponse {
-    fn from(snapshot: MetricsSnapshot) -> Self {
+/// One job kind's counters.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobMetricsResponse {
+    /// Jobs waiting for a worker (due or not yet due).
+    pub queued: u64,
+    /// Jobs a worker is running now.
+    pub running: u64,
+    /// Groups (tenants, connectors) paused now after consecutive failures.
+    pub paused_groups: u64,
+    /// Jobs finished successfully.
+    pub done: u64,
+    /// Failed attempts scheduled again.
+    pub retried: u64,
+    /// Jobs failed for good.
+    pub failed: u64,
+    /// Workers restarted after a panic or a kill.
+    pub restarts: u64,
+    /// Times a group was paused.
+    pub pauses: u64,
+}
+
+impl From<JobMetricsSnapshot> for JobMetricsResponse {
+    fn from(snapshot: JobMetricsSnapshot) -> Self {
+        Self {
+            queued: snapshot.queued,
+            running: snapshot.running,
+            paused_groups: snapshot.paused_groups,
+            done: snapshot.done,
+            retried: snapshot.retried,
+            failed: snapshot.failed,
+            restarts: snapshot.restarts,
+            pauses: snapshot.pauses,
+        }
+    }
+}
+
+/// One recurring task's runs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecurringMetricsResponse {
+    /// `extract_job_pruning`, `audit_pruning`.
+    pub name: String,
+    pub runs: u64,
+    pub failures: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActorRestartsResponse {
+    pub tenants: u64,
+    pub collections: u64,
+}
+
+impl MetricsResponse {
+    fn new(snapshot: MetricsSnapshot, service: &Memvault) -> Self {
         let stage = |stage: Stage| StageMetricsResponse::from(snapshot.stage(stage));
         Self {
             scope: "process",
@@ -148,6 +208,27 @@ impl From<MetricsSnapshot> for MetricsResponse {
                     p95_ms: rounded_ms(route.latency.p95_ms),
                 })
                 .collect(),
+            jobs: service
+                .job_metrics()
+                .into_iter()
+                .map(|(kind, metrics)| (kind.to_owned(), metrics.into()))
+                .collect(),
+            recurring: service
+                .recurring_metrics()
+                .into_iter()
+                .map(|task| RecurringMetricsResponse {
+                    name: task.name.to_owned(),
+                    runs: task.runs,
+                    failures: task.failures,
+                })
+                .collect(),
+            actor_restarts: {
+                let restarts = service.actor_restarts();
+                ActorRestartsResponse {
+                    tenants: restarts.tenants,
+                    collections: restarts.collections,
+                }
+            },
         }
     }
 }
@@ -170,7 +251,7 @@ pub async fn metrics(
     } else {
         metrics.snapshot()
     };
-    Ok(Json(MetricsResponse::from(snapshot)))
+    Ok(Json(MetricsResponse::new(snapshot, &state.service)))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

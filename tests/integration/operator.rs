@@ -295,3 +295,59 @@ fn usage_lists_llm_purposes_and_storage_and_metrics_reset_empties_the_window() {
     let counters = fresh["counters"].as_object().unwrap();
     assert!(counters.values().all(|value| value == &json!(0)), "{fresh}");
 }
+
+#[test]
+fn metrics_show_the_job_kinds_recurring_tasks_and_actor_restarts() {
+    let admin = Client::admin();
+    let client = new_tenant();
+    let collection = unique("jobs");
+    let accepted = expect_status(
+        client.post(
+            &format!("/v1/memory/collections/{collection}/remember"),
+            &json!({"content": "I work at Acme."}),
+        ),
+        202,
+    );
+    let job_id = accepted["job_id"].as_str().expect("job_id").to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while expect_status(client.get(&format!("/v1/memory/extract/job/{job_id}")), 200)["complete"]
+        != json!(true)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "job {job_id} did not finish"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let metrics = metrics(&admin);
+    let extraction = &metrics["jobs"]["extraction"];
+    assert!(extraction["done"].as_u64().unwrap() >= 1, "{metrics}");
+    for field in [
+        "queued",
+        "running",
+        "paused_groups",
+        "retried",
+        "failed",
+        "restarts",
+        "pauses",
+    ] {
+        assert!(extraction[field].is_u64(), "{field}: {metrics}");
+        assert!(
+            metrics["jobs"]["webhook_delivery"][field].is_u64(),
+            "{field}: {metrics}"
+        );
+    }
+    let recurring = metrics["recurring"].as_array().unwrap();
+    for name in ["extract_job_pruning", "audit_pruning"] {
+        let task = recurring
+            .iter()
+            .find(|task| task["name"] == json!(name))
+            .unwrap_or_else(|| panic!("{name}: {metrics}"));
+        assert!(task["runs"].as_u64().unwrap() >= 1, "{metrics}");
+    }
+    assert!(metrics["actor_restarts"]["tenants"].is_u64(), "{metrics}");
+    assert!(
+        metrics["actor_restarts"]["collections"].is_u64(),
+        "{metrics}"
+    );
+}

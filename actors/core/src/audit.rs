@@ -8,7 +8,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use memvault_storage::{AuditEntry, Store};
 use tokio::sync::{mpsc, oneshot};
@@ -17,7 +16,6 @@ use tokio::sync::{mpsc, oneshot};
 const QUEUE_CAPACITY: usize = 10_000;
 /// Most entries appended in one store write.
 const BATCH_MAX: usize = 500;
-const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
 enum Command {
     Record(Box<AuditEntry>),
@@ -33,13 +31,10 @@ pub struct AuditLog {
 }
 
 impl AuditLog {
-    /// Starts the writer task; entries older than `retention` are pruned.
-    pub fn start(store: Arc<dyn Store>, retention: Duration) -> Self {
+    /// Starts the writer task (pruning is a recurring task of the service's scheduler).
+    pub fn start(store: Arc<dyn Store>) -> Self {
         let (queue, commands) = mpsc::channel(QUEUE_CAPACITY);
-        let tasks = vec![
-            tokio::spawn(write_batches(store.clone(), commands)),
-            tokio::spawn(prune_periodically(store, retention)),
-        ];
+        let tasks = vec![tokio::spawn(write_batches(store, commands))];
         Self {
             queue,
             dropped: Arc::new(AtomicU64::new(0)),
@@ -118,22 +113,6 @@ async fn write_batches(store: Arc<dyn Store>, mut commands: mpsc::Receiver<Comma
         }
         for done in waiting {
             let _ = done.send(());
-        }
-    }
-}
-
-async fn prune_periodically(store: Arc<dyn Store>, retention: Duration) {
-    let retention = chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::days(90));
-    let mut ticks = tokio::time::interval(PRUNE_EVERY);
-    loop {
-        ticks.tick().await;
-        let store = store.clone();
-        let before = chrono::Utc::now() - retention;
-        match tokio::task::spawn_blocking(move || store.prune_audit(before)).await {
-            Ok(Ok(0)) => {}
-            Ok(Ok(pruned)) => tracing::info!(pruned, "old audit entries pruned"),
-            Ok(Err(error)) => tracing::warn!(%error, "audit pruning failed"),
-            Err(_) => {}
         }
     }
 }

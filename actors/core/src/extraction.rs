@@ -1,240 +1,176 @@
-//! The extraction queue: a supervisor actor that hands queued remember jobs to a few
-//! linked worker actors, one job each at a time.
+//! Extraction (asynchronous remember) as a job kind.
 //!
-//! Jobs are persisted before they are queued, and every unfinished job is queued again at
-//! start-up, so a job accepted before a crash runs after it. A worker that fails (panics)
-//! is restarted with back-off; the job it held is queued again until it has been started
-//! [`EXTRACT_JOB_MAX_ATTEMPTS`] times, then failed with a reason.
+//! A job is persisted (`queued`) before the request is answered, then its key is queued
+//! on the job system. An attempt stores `processing` with its attempt count before it
+//! calls the extractor, so a crash mid-attempt counts; it ends `done` with the facts or
+//! `failed` with a reason. A worker that dies mid-job is replaced and the job runs again,
+//! until it has been started [`EXTRACT_JOB_MAX_ATTEMPTS`] times; then it is failed with
+//! the last reason. Finished jobs are pruned after the retention by a recurring task.
+//!
+//! The kind holds the job store and a [`Remember`]: the one capability a job needs, not
+//! the service facade.
 
-use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
-use memvault_storage::{ExtractJobRecord, JobState};
-use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
-
-use crate::service::Memvault;
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use memvault_jobs::{Backoff, JobKind, Outcome, Pending, RetryPolicy};
+use memvault_storage::{CollectionName, CreatedBy, ExtractJobRecord, JobState, Store, TenantId};
 use memvault_types::limits::EXTRACT_JOB_MAX_ATTEMPTS;
 
-const RESTART_BACKOFF_START: Duration = Duration::from_millis(100);
-const RESTART_BACKOFF_MAX: Duration = Duration::from_secs(10);
+use crate::call::blocking;
+use crate::error::Result;
+use crate::service::{RememberInput, RememberOutcome};
 
-pub enum ExtractionMessage {
-    /// A persisted, queued job.
-    Submit(Box<ExtractJobRecord>),
-    /// A worker finished its job and is idle again.
-    Finished { worker: ActorId },
-    /// Sent to itself after a back-off: start a worker in place of a failed one.
-    StartWorker,
+/// Retries of a job whose worker died, and restarts of that worker.
+const BACKOFF: Backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));
+
+/// A job: its tenant and id.
+pub type ExtractJobKey = (TenantId, String);
+
+/// Extracts facts from content and stores them in a collection: what a job runs.
+#[async_trait]
+pub trait Remember: Send + Sync + 'static {
+    async fn remember_as(
+        &self,
+        tenant: &TenantId,
+        created_by: CreatedBy,
+        collection: &CollectionName,
+        input: RememberInput,
+    ) -> Result<RememberOutcome>;
 }
 
-pub struct ExtractionSupervisor;
-
-pub struct ExtractionArgs {
-    pub service: Memvault,
-    pub workers: usize,
+/// The extraction job kind.
+pub struct ExtractionJobs {
+    /// Where jobs and their states live.
+    store: Arc<dyn Store>,
+    /// Runs the extraction itself.
+    remember: Arc<dyn Remember>,
 }
 
-pub struct ExtractionState {
-    service: Memvault,
-    queue: VecDeque<ExtractJobRecord>,
-    idle: Vec<ActorRef<WorkerMessage>>,
-    /// Busy workers and the job each holds.
-    busy: HashMap<ActorId, (ActorRef<WorkerMessage>, ExtractJobRecord)>,
-    /// Consecutive worker failures, for the back-off.
-    failures: u32,
-    /// How many times a worker was restarted.
-    pub restarts: u64,
-}
+impl ExtractionJobs {
+    pub fn new(store: Arc<dyn Store>, remember: Arc<dyn Remember>) -> Self {
+        Self { store, remember }
+    }
 
-impl ExtractionState {
-    fn dispatch(&mut self) {
-        while !self.queue.is_empty() {
-            let Some(worker) = self.idle.pop() else {
-                return;
-            };
-            let job = self.queue.pop_front().expect("checked non-empty");
-            if worker.cast(WorkerMessage::Run(job.clone())).is_err() {
-                self.queue.push_front(job);
-                continue;
-            }
-            self.busy.insert(worker.get_id(), (worker, job));
-        }
+    async fn put(&self, job: ExtractJobRecord) -> Result<()> {
+        let store = self.store.clone();
+        blocking(move || store.put_job(&job)).await
+    }
+
+    async fn load(&self, key: &ExtractJobKey) -> Result<Option<ExtractJobRecord>> {
+        let (store, (tenant, id)) = (self.store.clone(), key.clone());
+        blocking(move || store.job(&tenant, &id)).await
     }
 }
 
-async fn start_worker(
-    supervisor: &ActorRef<ExtractionMessage>,
-    service: &Memvault,
-) -> Result<ActorRef<WorkerMessage>, ActorProcessingErr> {
-    let args = WorkerArgs {
-        service: service.clone(),
-        supervisor: supervisor.clone(),
-    };
-    let (worker, _) =
-        Actor::spawn_linked(None, ExtractionWorker, args, supervisor.get_cell()).await?;
-    Ok(worker)
-}
+#[async_trait]
+impl JobKind for ExtractionJobs {
+    type Key = ExtractJobKey;
+    const NAME: &'static str = "extraction";
 
-impl Actor for ExtractionSupervisor {
-    type Msg = ExtractionMessage;
-    type State = ExtractionState;
-    type Arguments = ExtractionArgs;
-
-    async fn pre_start(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        args: ExtractionArgs,
-    ) -> Result<ExtractionState, ActorProcessingErr> {
-        let mut idle = Vec::with_capacity(args.workers);
-        for _ in 0..args.workers.max(1) {
-            idle.push(start_worker(&myself, &args.service).await?);
+    fn policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: EXTRACT_JOB_MAX_ATTEMPTS,
+            backoff: BACKOFF,
         }
-        Ok(ExtractionState {
-            service: args.service,
-            queue: VecDeque::new(),
-            idle,
-            busy: HashMap::new(),
-            failures: 0,
-            restarts: 0,
-        })
     }
 
-    async fn post_stop(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        state: &mut ExtractionState,
-    ) -> Result<(), ActorProcessingErr> {
-        // A job cut short stays `processing` in the store and runs again at the next start.
-        let workers = state
-            .idle
-            .drain(..)
-            .chain(state.busy.drain().map(|(_, (worker, _))| worker));
-        for worker in workers {
-            let _ = worker
-                .stop_and_wait(
-                    Some("extraction stopped".to_owned()),
-                    Some(Duration::from_secs(10)),
-                )
-                .await;
-        }
-        Ok(())
+    async fn unfinished(&self) -> std::result::Result<Vec<Pending<ExtractJobKey>>, String> {
+        let store = self.store.clone();
+        let jobs = blocking(move || store.unfinished_jobs())
+            .await
+            .map_err(|error| error.to_string())?;
+        let now = Utc::now();
+        Ok(jobs
+            .into_iter()
+            .map(|job| Pending {
+                key: (job.tenant_id, job.id),
+                attempts: job.attempts,
+                due: now,
+            })
+            .collect())
     }
 
-    async fn handle(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        message: ExtractionMessage,
-        state: &mut ExtractionState,
-    ) -> Result<(), ActorProcessingErr> {
-        match message {
-            ExtractionMessage::Submit(job) => state.queue.push_back(*job),
-            ExtractionMessage::Finished { worker } => {
-                if let Some((worker, _)) = state.busy.remove(&worker) {
-                    state.failures = 0;
-                    state.idle.push(worker);
-                }
-            }
-            ExtractionMessage::StartWorker => match start_worker(&_myself, &state.service).await {
-                Ok(worker) => state.idle.push(worker),
-                Err(error) => {
-                    tracing::warn!(%error, "extraction worker did not start; retrying");
-                    schedule_worker_start(&_myself, state);
-                }
-            },
-        }
-        state.dispatch();
-        Ok(())
-    }
-
-    async fn handle_supervisor_evt(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        event: SupervisionEvent,
-        state: &mut ExtractionState,
-    ) -> Result<(), ActorProcessingErr> {
-        let (id, reason) = match event {
-            SupervisionEvent::ActorFailed(cell, error) => (cell.get_id(), error.to_string()),
-            SupervisionEvent::ActorTerminated(cell, _, reason) => (
-                cell.get_id(),
-                reason.unwrap_or_else(|| "stopped".to_owned()),
-            ),
-            _ => return Ok(()),
+    async fn run(&self, key: &ExtractJobKey, _attempt: u32) -> Outcome {
+        let mut job = match self.load(key).await {
+            Ok(Some(job)) if !job.state.is_finished() => job,
+            // Pruned, or finished before a crash lost the queue's word of it.
+            Ok(_) => return Outcome::Done,
+            Err(error) => return Outcome::Retry(format!("the job could not be read: {error}")),
         };
-        state.idle.retain(|worker| worker.get_id() != id);
-        let Some((_, mut job)) = state.busy.remove(&id) else {
-            return Ok(());
-        };
-        tracing::warn!(job = %job.id, %reason, "extraction worker failed");
-        // The worker counted the attempt in the store; keep the queue's copy in step.
+        job.state = JobState::Processing;
         job.attempts += 1;
-        if job.attempts >= EXTRACT_JOB_MAX_ATTEMPTS {
-            job.state = JobState::Failed;
-            job.detail = Some(format!(
-                "extraction failed {} times; last failure: {reason}",
-                job.attempts
-            ));
-            job.updated_at = Utc::now();
-            let service = state.service.clone();
-            tokio::spawn(async move {
-                if let Err(error) = service.put_job(job).await {
-                    tracing::warn!(%error, "failed job not saved");
-                }
-            });
-        } else {
-            state.queue.push_front(job);
+        job.updated_at = Utc::now();
+        if let Err(error) = self.put(job.clone()).await {
+            tracing::warn!(job = %job.id, %error, "job state not saved");
         }
-        state.restarts += 1;
-        schedule_worker_start(&myself, state);
-        state.dispatch();
-        Ok(())
-    }
-}
-
-fn schedule_worker_start(myself: &ActorRef<ExtractionMessage>, state: &mut ExtractionState) {
-    let delay = RESTART_BACKOFF_START
-        .saturating_mul(2u32.saturating_pow(state.failures.min(16)))
-        .min(RESTART_BACKOFF_MAX);
-    state.failures += 1;
-    myself.send_after(delay, || ExtractionMessage::StartWorker);
-}
-
-pub enum WorkerMessage {
-    Run(ExtractJobRecord),
-}
-
-pub struct ExtractionWorker;
-
-pub struct WorkerArgs {
-    service: Memvault,
-    supervisor: ActorRef<ExtractionMessage>,
-}
-
-impl Actor for ExtractionWorker {
-    type Msg = WorkerMessage;
-    type State = WorkerArgs;
-    type Arguments = WorkerArgs;
-
-    async fn pre_start(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        args: WorkerArgs,
-    ) -> Result<WorkerArgs, ActorProcessingErr> {
-        Ok(args)
+        let input = RememberInput {
+            content: job.content.clone(),
+            importance: job.importance,
+        };
+        let outcome = self
+            .remember
+            .remember_as(
+                &job.tenant_id,
+                job.created_by.clone(),
+                &job.collection,
+                input,
+            )
+            .await;
+        let result = match outcome {
+            Ok(outcome) => {
+                job.state = JobState::Done;
+                job.facts = outcome.facts;
+                job.detail = outcome.detail;
+                Outcome::Done
+            }
+            Err(error) => {
+                job.state = JobState::Failed;
+                job.detail = Some(error.to_string());
+                Outcome::Failed(error.to_string())
+            }
+        };
+        job.updated_at = Utc::now();
+        if let Err(error) = self.put(job.clone()).await {
+            tracing::warn!(job = %job.id, %error, "finished job not saved; it runs again after a restart");
+        }
+        tracing::debug!(job = %job.id, state = job.state.as_str(), "extraction job finished");
+        result
     }
 
-    async fn handle(
+    /// The attempt count was stored when the attempt started; the job stays
+    /// `processing` until it runs again.
+    async fn retry_at(
         &self,
-        myself: ActorRef<Self::Msg>,
-        message: WorkerMessage,
-        state: &mut WorkerArgs,
-    ) -> Result<(), ActorProcessingErr> {
-        let WorkerMessage::Run(job) = message;
-        let finished = state.service.run_job(job).await;
-        tracing::debug!(job = %finished.id, state = finished.state.as_str(), "extraction job finished");
-        let _ = state.supervisor.cast(ExtractionMessage::Finished {
-            worker: myself.get_id(),
-        });
-        Ok(())
+        _key: &ExtractJobKey,
+        _attempts: u32,
+        _due: DateTime<Utc>,
+        _reason: &str,
+    ) {
+    }
+
+    async fn give_up(&self, key: &ExtractJobKey, attempts: u32, reason: &str) {
+        let job = match self.load(key).await {
+            Ok(Some(job)) => job,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(job = %key.1, %error, "failed job not saved");
+                return;
+            }
+        };
+        let failed = ExtractJobRecord {
+            state: JobState::Failed,
+            attempts: attempts.max(job.attempts),
+            detail: Some(format!(
+                "extraction failed {attempts} times; last failure: {reason}"
+            )),
+            updated_at: Utc::now(),
+            ..job
+        };
+        if let Err(error) = self.put(failed).await {
+            tracing::warn!(job = %key.1, %error, "failed job not saved");
+        }
     }
 }

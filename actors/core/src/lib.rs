@@ -13,6 +13,9 @@
 //! - [`pageviews`]: cookieless pageview counts from the public beacon.
 //! - [`status`]: periodic self-checks behind the public status page.
 //! - [`maintenance`]: dedup clustering and the extractive collection summary.
+//! - [`events`]: the event broker: memory changes published once, subscribed to by
+//!   webhooks (and later caches, metering, connectors).
+//! - [`extraction`]: asynchronous remember as a job kind on `memvault-jobs`.
 //! - [`webhooks`]: signed outbound webhooks for memory events, from a durable outbox.
 //!
 //! Actors know nothing of HTTP; storage goes through `memvault-storage`'s traits.
@@ -22,6 +25,7 @@ pub mod audit;
 mod call;
 pub mod collection;
 pub mod error;
+pub mod events;
 pub mod extraction;
 pub mod maintenance;
 pub mod memory;

@@ -12,11 +12,13 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, Supervi
 
 use crate::agent::KeyDirectory;
 use crate::error::{Error, Result};
+use crate::events::EventBroker;
 use crate::tenant::{TenantActor, TenantArgs, TenantHandle};
-use crate::webhooks::MemoryEventSink;
 use memvault_index::IndexSettings;
+use memvault_types::Backoff;
 
-const RESTART_DELAY: Duration = Duration::from_millis(200);
+/// Restart delay of a failed tenant actor (a tenant actor fails only on a store error).
+const RESTART_BACKOFF: Backoff = Backoff::fixed(Duration::from_millis(200));
 
 pub struct RootActor;
 
@@ -26,7 +28,7 @@ pub struct RootArgs {
     pub keys: Arc<KeyDirectory>,
     pub tenants: Arc<DashMap<TenantId, Arc<TenantHandle>>>,
     /// Handed to every collection actor for webhook events.
-    pub events: MemoryEventSink,
+    pub events: EventBroker,
 }
 
 pub enum RootMessage {
@@ -49,7 +51,7 @@ pub struct RootState {
     /// Which tenant each linked child actor serves.
     children: HashMap<ActorId, TenantId>,
     /// Passed down to the collection actors, which report changed memories to it.
-    events: MemoryEventSink,
+    events: EventBroker,
 }
 
 async fn spawn_tenant(
@@ -198,7 +200,7 @@ impl Actor for RootActor {
 fn schedule_restart(myself: &ActorRef<RootMessage>, id: TenantId) {
     let myself = myself.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(RESTART_DELAY).await;
+        tokio::time::sleep(RESTART_BACKOFF.delay(1)).await;
         let _ = myself.cast(RootMessage::RestartTenant { id });
     });
 }

@@ -403,9 +403,7 @@ fn chat_completions_url(base_url: &str) -> Result<reqwest::Url, LlmError> {
 }
 
 fn backoff_delay(initial: Duration, retries_so_far: u32) -> Duration {
-    initial
-        .saturating_mul(2u32.saturating_pow(retries_so_far))
-        .min(MAX_RETRY_DELAY)
+    memvault_types::Backoff::new(initial, MAX_RETRY_DELAY).delay(retries_so_far.saturating_add(1))
 }
 
 /// A `Retry-After` given in seconds (an HTTP date is ignored), capped.

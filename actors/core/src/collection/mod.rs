@@ -10,7 +10,7 @@
 //! Webhook events: every change to the working snapshot goes through
 //! `CollectionState::put_current` / `take_current`, which queue one event per memory
 //! (an id new to the collection is `memory.created`, an existing one `memory.updated`, a
-//! removal `memory.deleted`); `publish` hands them to the [`MemoryEventSink`], after the
+//! removal `memory.deleted`); `publish` hands them to the [`EventBroker`], after the
 //! store write succeeded and together with the snapshot readers see. A move is a delete
 //! in the source (`Evict`) and a create in the target (`Adopt`). Deleting a whole
 //! collection (`Destroy`) emits nothing: it is not a change of any one memory, and a
@@ -39,8 +39,8 @@ pub use state::{CollectionHandle, CollectionSnapshot};
 
 use crate::call::blocking;
 use crate::error::{Error, Result};
+use crate::events::{EventBroker, MemoryEventKind};
 use crate::memory::MemoryChange;
-use crate::webhooks::{MemoryEventKind, MemoryEventSink};
 use memvault_index::{CollectionIndexes, IndexError, IndexInput, IndexSettings};
 
 /// How often pending text-index writes are committed when no search forces it.
@@ -53,7 +53,7 @@ pub struct CollectionArgs {
     pub store: Arc<dyn Store>,
     pub indexing: Arc<IndexSettings>,
     /// Where changed memories are reported (webhooks); `None` reports nothing.
-    pub events: Option<MemoryEventSink>,
+    pub events: Option<EventBroker>,
 }
 
 pub struct CollectionState {
@@ -73,7 +73,7 @@ pub struct CollectionState {
     destroyed: bool,
     ticker: Option<tokio::task::JoinHandle<()>>,
     /// Where changed memories are reported at publish (webhooks).
-    events: Option<MemoryEventSink>,
+    events: Option<EventBroker>,
     /// Changes since the last publish, reported by it; empty without `events`.
     pending_events: Vec<(MemoryEventKind, Arc<MemoryRecord>)>,
 }
@@ -92,7 +92,7 @@ impl CollectionState {
         self.handle.snapshot.store(Arc::new(self.current.clone()));
         if let Some(events) = &self.events {
             for (kind, memory) in self.pending_events.drain(..) {
-                events.emit(&self.handle.tenant, &self.handle.name, kind, memory);
+                events.publish(&self.handle.tenant, &self.handle.name, kind, memory);
             }
         }
     }

@@ -19,7 +19,7 @@ mod tenants;
 mod webhooks;
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -44,16 +44,16 @@ use crate::audit::AuditLog;
 use crate::call::{blocking, call_actor};
 use crate::collection::{CollectionHandle, CollectionMessage};
 use crate::error::{Error, Result};
-use crate::extraction::{ExtractionArgs, ExtractionMessage, ExtractionSupervisor};
+use crate::events::EventBroker;
+use crate::extraction::{ExtractionJobs, Remember};
 use crate::metrics::{Counter, Metrics, Stage};
 use crate::root::{RootActor, RootArgs, RootMessage};
 use crate::tenant::{CollectionEntry, TenantHandle, TenantMessage};
-use crate::webhooks::{
-    MemoryEventSink, WebhookActor, WebhookArgs, WebhookMessage, WebhookSettings,
-};
+use crate::webhooks::{record_events, WebhookDeliveries, WebhookSettings, CONCURRENT_ATTEMPTS};
 use memvault_embed::{EmbeddingError, EmbeddingService};
 use memvault_index::search::cache::SearchCaches;
 use memvault_index::IndexSettings;
+use memvault_jobs::{JobMetricsSnapshot, JobQueue, Recurring, RecurringSnapshot, Scheduler};
 use memvault_types::clock::{Clock, SystemClock};
 
 #[derive(Debug, Clone)]
@@ -98,6 +98,90 @@ impl Default for ServiceConfig {
     }
 }
 
+/// Restarts of supervised actors, for the operator metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ActorRestarts {
+    pub tenants: u64,
+    pub collections: u64,
+}
+
+/// The recurring pruning of finished extraction jobs and old audit entries.
+fn schedule_pruning(scheduler: &Scheduler, store: &Arc<dyn Store>, config: &ServiceConfig) {
+    const HOUR: Duration = Duration::from_secs(3600);
+    let jitter = Duration::from_secs(300);
+    let job_retention =
+        chrono::Duration::from_std(config.job_retention).unwrap_or(chrono::Duration::days(7));
+    let jobs_store = store.clone();
+    scheduler.every(
+        Recurring {
+            name: "extract_job_pruning",
+            period: HOUR,
+            jitter,
+            run_at_start: true,
+        },
+        move || {
+            let store = jobs_store.clone();
+            async move {
+                let before = chrono::Utc::now() - job_retention;
+                let pruned = blocking(move || store.prune_jobs(before))
+                    .await
+                    .map_err(|error| error.to_string())?;
+                if pruned > 0 {
+                    tracing::info!(pruned, "finished extraction jobs pruned");
+                }
+                Ok(())
+            }
+        },
+    );
+    let audit_retention =
+        chrono::Duration::from_std(config.audit_retention).unwrap_or(chrono::Duration::days(90));
+    let audit_store = store.clone();
+    scheduler.every(
+        Recurring {
+            name: "audit_pruning",
+            period: HOUR,
+            jitter,
+            run_at_start: true,
+        },
+        move || {
+            let store = audit_store.clone();
+            async move {
+                let before = chrono::Utc::now() - audit_retention;
+                let pruned = blocking(move || store.prune_audit(before))
+                    .await
+                    .map_err(|error| error.to_string())?;
+                if pruned > 0 {
+                    tracing::info!(pruned, "old audit entries pruned");
+                }
+                Ok(())
+            }
+        },
+    );
+}
+
+/// What extraction jobs run: remember into a collection, through a weak reference to the
+/// service (the job queue lives in the service; a strong one would be a cycle).
+struct GraphWriter(Weak<Inner>);
+
+#[async_trait::async_trait]
+impl Remember for GraphWriter {
+    async fn remember_as(
+        &self,
+        tenant: &TenantId,
+        created_by: memvault_storage::CreatedBy,
+        collection: &CollectionName,
+        input: RememberInput,
+    ) -> Result<RememberOutcome> {
+        let inner = self
+            .0
+            .upgrade()
+            .ok_or_else(|| Error::Unavailable("the service is stopping".to_owned()))?;
+        Memvault { inner }
+            .remember_as(tenant, created_by, collection, input)
+            .await
+    }
+}
+
 /// A cheap handle to the running service.
 #[derive(Clone)]
 pub struct Memvault {
@@ -113,10 +197,18 @@ struct Inner {
     embedder: EmbeddingService,
     caches: SearchCaches,
     intelligence: intelligence::Intelligence,
-    /// The extraction queue's supervisor; set once it has started.
-    extraction: OnceLock<ActorRef<ExtractionMessage>>,
+    /// The extraction job queue; set once it has started (its kind holds a weak
+    /// reference back, so the service is built first).
+    extraction: OnceLock<JobQueue<ExtractionJobs>>,
     /// Delivers memory events to tenants' webhooks from the outbox.
-    webhooks: ActorRef<WebhookMessage>,
+    webhooks: JobQueue<WebhookDeliveries>,
+    /// Where collection actors publish memory changes.
+    events: EventBroker,
+    /// The subscriber that turns events into outbox deliveries; awaited at shutdown so
+    /// the last writes' events reach the outbox.
+    webhook_recorder: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Recurring work: job and audit pruning.
+    scheduler: Scheduler,
     /// Request, stage and cache figures for the operator metrics endpoint.
     metrics: Metrics,
     /// Every tenant's audit log (queued, written in batches).
@@ -137,7 +229,7 @@ impl Memvault {
             root: config.index_dir.clone(),
             dimensions: embedder.dimensions(),
         });
-        let events = MemoryEventSink::new(tenants.clone(), config.clock.clone());
+        let events = EventBroker::new(config.clock.clone());
         let args = RootArgs {
             store: store.clone(),
             indexing,
@@ -149,21 +241,27 @@ impl Memvault {
         let (root, _) = Actor::spawn(None, RootActor, args)
             .await
             .map_err(|error| Error::Unavailable(format!("actor system did not start: {error}")))?;
-        // After the root actor: the webhook actor resumes the outbox, which needs every
-        // tenant's webhook, and the tenants are loaded by then.
-        let webhook_args = WebhookArgs {
-            store: store.clone(),
-            tenants: tenants.clone(),
-            secrets: config.intelligence.secrets.clone(),
-            settings: config.webhooks.clone(),
-        };
-        let (webhooks, _) = Actor::spawn(None, WebhookActor, webhook_args)
+        // After the root actor: delivery resumes the outbox, which needs every tenant's
+        // webhook, and the tenants are loaded by then.
+        let deliveries = WebhookDeliveries::new(
+            store.clone(),
+            tenants.clone(),
+            config.intelligence.secrets.clone(),
+            config.webhooks.clone(),
+        )
+        .map_err(|error| Error::Unavailable(format!("webhook delivery did not start: {error}")))?;
+        let webhooks = JobQueue::start(Arc::new(deliveries), CONCURRENT_ATTEMPTS)
             .await
-            .map_err(|error| {
-                Error::Unavailable(format!("webhook delivery did not start: {error}"))
-            })?;
-        events.attach(webhooks.clone());
-        let audit = AuditLog::start(store.clone(), config.audit_retention);
+            .map_err(|error| Error::Unavailable(error.to_string()))?;
+        let recorder = tokio::spawn(record_events(
+            events.subscribe(),
+            store.clone(),
+            tenants.clone(),
+            webhooks.clone(),
+        ));
+        let audit = AuditLog::start(store.clone());
+        let scheduler = Scheduler::new();
+        schedule_pruning(&scheduler, &store, &config);
         let service = Self {
             inner: Arc::new(Inner {
                 root,
@@ -175,6 +273,9 @@ impl Memvault {
                 intelligence,
                 extraction: OnceLock::new(),
                 webhooks,
+                events,
+                webhook_recorder: Mutex::new(Some(recorder)),
+                scheduler,
                 metrics: Metrics::new(),
                 audit,
                 config,
@@ -189,50 +290,25 @@ impl Memvault {
         self.inner.config.clock.now()
     }
 
-    /// Starts the extraction queue and queues every job a previous run left unfinished.
+    /// Starts the extraction queue, which resumes every job a previous run left
+    /// unfinished.
     async fn start_extraction(&self) -> Result<()> {
-        let args = ExtractionArgs {
-            service: self.clone(),
-            workers: self.inner.config.extraction_workers,
-        };
-        let (supervisor, _) = Actor::spawn(None, ExtractionSupervisor, args)
+        let remember = Arc::new(GraphWriter(Arc::downgrade(&self.inner)));
+        let kind = ExtractionJobs::new(self.inner.store.clone(), remember);
+        let queue = JobQueue::start(Arc::new(kind), self.inner.config.extraction_workers)
             .await
-            .map_err(|error| {
-                Error::Unavailable(format!("extraction queue did not start: {error}"))
-            })?;
-        let store = self.inner.store.clone();
-        let retention = chrono::Duration::from_std(self.inner.config.job_retention)
-            .unwrap_or(chrono::Duration::days(7));
-        let unfinished = blocking(move || {
-            store.prune_jobs(chrono::Utc::now() - retention)?;
-            store.unfinished_jobs()
-        })
-        .await?;
-        if !unfinished.is_empty() {
-            tracing::info!(
-                jobs = unfinished.len(),
-                "resuming unfinished extraction jobs"
-            );
-        }
-        for job in unfinished {
-            let _ = supervisor.cast(ExtractionMessage::Submit(Box::new(job)));
-        }
-        let _ = self.inner.extraction.set(supervisor);
+            .map_err(|error| Error::Unavailable(error.to_string()))?;
+        let _ = self.inner.extraction.set(queue);
         Ok(())
     }
 
     /// Stops every actor; in-flight actor calls finish first (each actor drains the
     /// message it is handling).
     pub async fn shutdown(&self) {
+        self.inner.scheduler.stop();
         self.inner.audit.stop().await;
         if let Some(extraction) = self.inner.extraction.get() {
-            extraction
-                .stop_and_wait(
-                    Some("shutting down".to_owned()),
-                    Some(Duration::from_secs(30)),
-                )
-                .await
-                .ok();
+            extraction.stop().await;
         }
         self.inner
             .root
@@ -244,11 +320,46 @@ impl Memvault {
             .ok();
         // Last, so the events of the final writes reach the outbox (drained, not
         // dropped); attempts still in flight are sent again at the next start.
-        self.inner
-            .webhooks
-            .drain_and_wait(Some(Duration::from_secs(10)))
-            .await
-            .ok();
+        self.inner.events.close();
+        let recorder = self
+            .inner
+            .webhook_recorder
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(recorder) = recorder {
+            let _ = tokio::time::timeout(Duration::from_secs(10), recorder).await;
+        }
+        self.inner.webhooks.stop().await;
+    }
+
+    /// Every job kind's counters, since the process started.
+    pub fn job_metrics(&self) -> Vec<(&'static str, JobMetricsSnapshot)> {
+        let mut kinds = vec![("webhook_delivery", self.inner.webhooks.metrics())];
+        if let Some(extraction) = self.inner.extraction.get() {
+            kinds.insert(0, ("extraction", extraction.metrics()));
+        }
+        kinds
+    }
+
+    /// Runs and failures of every recurring task, since the process started.
+    pub fn recurring_metrics(&self) -> Vec<RecurringSnapshot> {
+        self.inner.scheduler.snapshot()
+    }
+
+    /// Restarts of failed tenant and collection actors, since the process started.
+    pub fn actor_restarts(&self) -> ActorRestarts {
+        let mut restarts = ActorRestarts::default();
+        for tenant in self.inner.tenants.iter() {
+            restarts.tenants += tenant.restarts.load(std::sync::atomic::Ordering::Relaxed);
+            for entry in tenant.snapshot().collections.values() {
+                restarts.collections += entry
+                    .handle
+                    .restarts
+                    .load(std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        restarts
     }
 
     pub fn embedder(&self) -> &EmbeddingService {

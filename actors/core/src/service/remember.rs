@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use chrono::Utc;
 use memvault_storage::{
     CollectionName, CreatedBy, ExtractJobRecord, JobState, MemoryRecord, RememberedFact, TenantId,
 };
@@ -13,7 +12,6 @@ use crate::agent::Agent;
 use crate::call::blocking;
 use crate::collection::{CollectionMessage, CollectionSnapshot, IncomingFact};
 use crate::error::{Error, Result};
-use crate::extraction::ExtractionMessage;
 use crate::metrics::{Counter, Stage};
 use memvault_extract::ExtractedFact;
 use memvault_index::search::filter::is_current;
@@ -143,8 +141,8 @@ impl Memvault {
         };
         self.put_job(job.clone()).await?;
         self.extraction()?
-            .cast(ExtractionMessage::Submit(Box::new(job.clone())))
-            .map_err(|_| Error::Unavailable("the extraction queue is stopped".to_owned()))?;
+            .submit((job.tenant_id.clone(), job.id.clone()))
+            .map_err(|error| Error::Unavailable(error.to_string()))?;
         Ok(job)
     }
 
@@ -159,45 +157,7 @@ impl Memvault {
         blocking(move || store.put_job(&job)).await
     }
 
-    /// Runs one job to its end (done or failed) and persists each state it passes.
-    pub(crate) async fn run_job(&self, mut job: ExtractJobRecord) -> ExtractJobRecord {
-        job.state = JobState::Processing;
-        job.attempts += 1;
-        job.updated_at = Utc::now();
-        if let Err(error) = self.put_job(job.clone()).await {
-            tracing::warn!(job = %job.id, %error, "job state not saved");
-        }
-        let input = RememberInput {
-            content: job.content.clone(),
-            importance: job.importance,
-        };
-        let outcome = self
-            .remember_as(
-                &job.tenant_id,
-                job.created_by.clone(),
-                &job.collection,
-                input,
-            )
-            .await;
-        match outcome {
-            Ok(outcome) => {
-                job.state = JobState::Done;
-                job.facts = outcome.facts;
-                job.detail = outcome.detail;
-            }
-            Err(error) => {
-                job.state = JobState::Failed;
-                job.detail = Some(error.to_string());
-            }
-        }
-        job.updated_at = Utc::now();
-        if let Err(error) = self.put_job(job.clone()).await {
-            tracing::warn!(job = %job.id, %error, "finished job not saved; it runs again after a restart");
-        }
-        job
-    }
-
-    async fn remember_as(
+    pub(crate) async fn remember_as(
         &self,
         tenant: &TenantId,
         created_by: CreatedBy,
@@ -382,7 +342,7 @@ impl Memvault {
         })
     }
 
-    fn extraction(&self) -> Result<&ractor::ActorRef<ExtractionMessage>> {
+    fn extraction(&self) -> Result<&memvault_jobs::JobQueue<crate::extraction::ExtractionJobs>> {
         self.inner
             .extraction
             .get()

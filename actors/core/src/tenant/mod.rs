@@ -23,12 +23,12 @@ use crate::agent::KeyDirectory;
 use crate::call::{blocking, call_actor};
 use crate::collection::{CollectionActor, CollectionArgs, CollectionHandle, CollectionMessage};
 use crate::error::{Error, Result};
-use crate::webhooks::MemoryEventSink;
+use crate::events::EventBroker;
 use memvault_index::IndexSettings;
+use memvault_types::Backoff;
 
-/// First restart delay of a failed collection actor; doubled per consecutive failure.
-const RESTART_BACKOFF_START: Duration = Duration::from_millis(50);
-const RESTART_BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// Restart delay of a failed collection actor, by consecutive failures.
+const RESTART_BACKOFF: Backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
 /// A failure this long after the previous one starts the back-off over.
 const FAILURE_MEMORY: Duration = Duration::from_secs(60);
 /// How long deleting a collection may wait for its actor.
@@ -43,7 +43,7 @@ pub struct TenantArgs {
     pub store: Arc<dyn Store>,
     pub indexing: Arc<IndexSettings>,
     pub keys: Arc<KeyDirectory>,
-    pub events: MemoryEventSink,
+    pub events: EventBroker,
 }
 
 pub struct TenantState {
@@ -58,7 +58,7 @@ pub struct TenantState {
     /// Consecutive failures per collection and when the last one happened (back-off).
     failures: HashMap<CollectionName, (u32, Instant)>,
     /// Handed to each collection actor, which reports changed memories to it (webhooks).
-    events: MemoryEventSink,
+    events: EventBroker,
 }
 
 impl TenantState {
@@ -207,9 +207,7 @@ fn schedule_restart(
     }
     failures.0 += 1;
     failures.1 = now;
-    let delay = RESTART_BACKOFF_START
-        .saturating_mul(1 << failures.0.min(10))
-        .min(RESTART_BACKOFF_MAX);
+    let delay = RESTART_BACKOFF.delay(failures.0);
     let myself = myself.clone();
     tokio::spawn(async move {
         tokio::time::sleep(delay).await;

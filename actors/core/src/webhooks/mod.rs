@@ -3,12 +3,12 @@
 //!
 //! # Layout
 //!
-//! - [`events`]: [`MemoryEventSink`], through which collection actors report changed
-//!   memories (a non-blocking cast, after the store write), and the payload.
-//! - [`actor`]: [`WebhookActor`], which persists each event to the outbox first, delivers
-//!   it off the actor with bounded concurrency, retries failures with exponential
-//!   back-off a bounded number of times, and on start delivers what a previous run left
-//!   in the outbox.
+//! - [`deliveries`]: [`record_events`], the event-broker subscriber that persists each
+//!   event of a tenant with a webhook to the outbox first, and [`WebhookDeliveries`], the
+//!   job kind that delivers it (bounded concurrency, retries with the job system's
+//!   back-off a bounded number of times; on start, what a previous run left in the
+//!   outbox).
+//! - [`payload`]: the JSON body of a delivery.
 //! - [`delivery`]: one signed POST (`X-Service-Signature`, `X-Service-Event`,
 //!   `X-Service-Delivery`).
 //! - [`sign`]: hex HMAC-SHA256 of the raw body.
@@ -19,16 +19,17 @@
 //! and `X-Service-Delivery`), so receivers can drop repeats. Events carry no ordering
 //! guarantee across retries.
 
-pub mod actor;
+pub mod deliveries;
 pub mod delivery;
-pub mod events;
 pub mod guard;
+pub mod payload;
 pub mod sign;
 
 use std::time::Duration;
 
-pub use actor::{WebhookActor, WebhookArgs, WebhookMessage};
-pub use events::{MemoryEvent, MemoryEventSink};
+pub use deliveries::{record_events, WebhookDeliveries, CONCURRENT_ATTEMPTS};
+
+use crate::events::MemoryEventKind;
 
 /// The events a webhook receives, in the order listed in the config response.
 pub const EVENTS: [&str; 3] = [
@@ -36,28 +37,6 @@ pub const EVENTS: [&str; 3] = [
     MemoryEventKind::Updated.as_str(),
     MemoryEventKind::Deleted.as_str(),
 ];
-
-/// What happened to a memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MemoryEventKind {
-    /// An id that was not in the collection: create, bulk, remember, the target side of
-    /// a move.
-    Created,
-    /// An existing id written again: patch, pin, archive, supersession, archive-stale.
-    Updated,
-    /// Removed: delete, dedup, the source side of a move.
-    Deleted,
-}
-
-impl MemoryEventKind {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Created => "memory.created",
-            Self::Updated => "memory.updated",
-            Self::Deleted => "memory.deleted",
-        }
-    }
-}
 
 /// How webhooks are delivered (config section `[webhooks]`).
 #[derive(Debug, Clone)]
@@ -88,17 +67,6 @@ impl Default for WebhookSettings {
     }
 }
 
-impl WebhookSettings {
-    /// The wait after the `failures`-th failed attempt (1-based):
-    /// `initial_backoff × 2^(failures-1)`, at most [`MAX_BACKOFF`].
-    pub fn backoff(&self, failures: u32) -> Duration {
-        let doublings = failures.saturating_sub(1).min(31);
-        self.initial_backoff
-            .saturating_mul(1_u32 << doublings)
-            .min(MAX_BACKOFF)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,11 +77,11 @@ mod tests {
             initial_backoff: Duration::from_secs(2),
             ..WebhookSettings::default()
         };
-        assert_eq!(settings.backoff(1), Duration::from_secs(2));
-        assert_eq!(settings.backoff(2), Duration::from_secs(4));
-        assert_eq!(settings.backoff(5), Duration::from_secs(32));
-        assert_eq!(settings.backoff(12), MAX_BACKOFF);
-        assert_eq!(settings.backoff(u32::MAX), MAX_BACKOFF);
+        assert_eq!(settings.backoff().delay(1), Duration::from_secs(2));
+        assert_eq!(settings.backoff().delay(2), Duration::from_secs(4));
+        assert_eq!(settings.backoff().delay(5), Duration::from_secs(32));
+        assert_eq!(settings.backoff().delay(12), MAX_BACKOFF);
+        assert_eq!(settings.backoff().delay(u32::MAX), MAX_BACKOFF);
     }
 
     #[test]

@@ -1,101 +1,11 @@
-//! Memory events: how collection actors report a changed memory, and the JSON body a
-//! receiver gets for it.
-
-use std::sync::{Arc, OnceLock};
+//! The JSON body a webhook receiver gets for a memory event.
 
 use chrono::{DateTime, Utc};
-use dashmap::DashMap;
-use memvault_storage::{CollectionName, CreatedBy, MemoryRecord, TenantId};
-use ractor::ActorRef;
+use memvault_storage::CreatedBy;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::actor::WebhookMessage;
-use super::MemoryEventKind;
-use crate::tenant::TenantHandle;
-use memvault_types::clock::Clock;
-
-/// One memory changed in one collection, after the change was durably stored.
-#[derive(Debug, Clone)]
-pub struct MemoryEvent {
-    pub tenant: TenantId,
-    pub collection: CollectionName,
-    pub kind: MemoryEventKind,
-    /// The memory as written, or as it was when deleted.
-    pub memory: Arc<MemoryRecord>,
-    /// When the change happened (the service clock).
-    pub at: DateTime<Utc>,
-}
-
-/// Where collection actors report changed memories. Cheap to clone; every collection
-/// actor holds one.
-///
-/// Emitting never waits: it checks the tenant's published settings (no webhook, no
-/// event) and casts to the webhook actor. The actor is attached after the actor tree has
-/// started (it needs the tenants the root actor loads, to find their webhooks); events
-/// before that, or after the webhook actor stopped, are dropped. No write can happen
-/// before it is attached: HTTP and extraction start later.
-#[derive(Clone)]
-pub struct MemoryEventSink {
-    inner: Arc<SinkInner>,
-}
-
-struct SinkInner {
-    /// The webhook actor, once started.
-    actor: OnceLock<ActorRef<WebhookMessage>>,
-    /// Every tenant's handle, to skip tenants without a webhook before any message.
-    tenants: Arc<DashMap<TenantId, Arc<TenantHandle>>>,
-    /// Stamps the event time.
-    clock: Arc<dyn Clock>,
-}
-
-impl MemoryEventSink {
-    pub fn new(tenants: Arc<DashMap<TenantId, Arc<TenantHandle>>>, clock: Arc<dyn Clock>) -> Self {
-        Self {
-            inner: Arc::new(SinkInner {
-                actor: OnceLock::new(),
-                tenants,
-                clock,
-            }),
-        }
-    }
-
-    /// Starts forwarding events to `actor`; only the first call has an effect.
-    pub fn attach(&self, actor: ActorRef<WebhookMessage>) {
-        let _ = self.inner.actor.set(actor);
-    }
-
-    /// Reports one changed memory. Never blocks and never fails the caller.
-    pub fn emit(
-        &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
-        kind: MemoryEventKind,
-        memory: Arc<MemoryRecord>,
-    ) {
-        let Some(actor) = self.inner.actor.get() else {
-            return;
-        };
-        let configured = self
-            .inner
-            .tenants
-            .get(tenant)
-            .is_some_and(|handle| handle.snapshot().settings.webhook.is_some());
-        if !configured {
-            return;
-        }
-        let event = MemoryEvent {
-            tenant: tenant.clone(),
-            collection: collection.clone(),
-            kind,
-            memory,
-            at: self.inner.clock.now(),
-        };
-        if actor.cast(WebhookMessage::Event(Box::new(event))).is_err() {
-            tracing::debug!(%tenant, "webhook actor is not running; memory event dropped");
-        }
-    }
-}
+use crate::events::MemoryEvent;
 
 /// The body every delivery POSTs (the memory without its embedding, index key, slot
 /// value or attached files):
@@ -173,7 +83,12 @@ impl<'a> EventPayload<'a> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use memvault_storage::{CollectionName, MemoryRecord, TenantId};
+
     use super::*;
+    use crate::events::MemoryEventKind;
 
     #[test]
     fn the_payload_names_the_event_collection_and_memory() {
