@@ -9,7 +9,8 @@
 //!   their embeddings; [`JobStore`] for extraction jobs; [`OutboxStore`] for webhook
 //!   deliveries not yet delivered). Postgres will implement them next to sled.
 //! - [`sled_store`]: the embedded default, one sled directory under the data dir.
-//! - [`store_suite`]: one behavioural test suite, run against every implementation.
+//! - `store_suite` (feature `testing`): one behavioural test suite, one `#[test]` per
+//!   check for each implementation through [`store_suite!`].
 //!
 //! This crate knows nothing of actors or HTTP.
 
@@ -18,6 +19,7 @@ pub mod error;
 pub mod records;
 pub mod sled_store;
 pub mod store;
+#[cfg(any(test, feature = "testing"))]
 pub mod store_suite;
 
 pub use crypto::{CryptoError, SecretBox};

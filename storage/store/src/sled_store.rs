@@ -530,3 +530,62 @@ impl AuditStore for SledStore {
         Ok(pruned)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The store suite against sled, plus what only sled has: reopening the same directory.
+
+    use super::SledStore;
+    use crate::records::{CollectionName, OutboxDelivery};
+    use crate::store::{MemoryStore, MetaStore, OutboxStore};
+    use crate::store_suite::{sample_collection, sample_memory, sample_tenant};
+
+    crate::store_suite!(sled, || {
+        let directory = tempfile::tempdir().unwrap();
+        let store = SledStore::open(directory.path()).unwrap();
+        (store, directory)
+    });
+
+    #[test]
+    fn sled_keeps_writes_across_reopen() {
+        let directory = tempfile::tempdir().unwrap();
+        let tenant = sample_tenant("reopen");
+        let notes = CollectionName::parse("notes").unwrap();
+        let memory = sample_memory("m1", "survives a restart");
+        {
+            let store = SledStore::open(directory.path()).unwrap();
+            store.put_tenant(&tenant).unwrap();
+            store
+                .put_collection(&tenant.id, &sample_collection("notes"))
+                .unwrap();
+            store
+                .put_memories(&tenant.id, &notes, std::slice::from_ref(&memory))
+                .unwrap();
+        }
+        let store = SledStore::open(directory.path()).unwrap();
+        assert_eq!(store.tenants().unwrap(), vec![tenant.clone()]);
+        assert_eq!(store.memories(&tenant.id, &notes).unwrap(), vec![memory]);
+    }
+
+    #[test]
+    fn sled_keeps_the_webhook_outbox_across_reopen() {
+        let directory = tempfile::tempdir().unwrap();
+        let tenant = sample_tenant("outbox-reopen");
+        let now = chrono::Utc::now();
+        let delivery = OutboxDelivery {
+            id: "dlv-reopen".to_owned(),
+            tenant_id: tenant.id.clone(),
+            event: "memory.deleted".to_owned(),
+            body: r#"{"event":"memory.deleted"}"#.to_owned(),
+            attempts: 1,
+            next_attempt_at: now,
+            created_at: now,
+        };
+        {
+            let store = SledStore::open(directory.path()).unwrap();
+            store.put_delivery(&delivery).unwrap();
+        }
+        let store = SledStore::open(directory.path()).unwrap();
+        assert_eq!(store.pending_deliveries().unwrap(), vec![delivery]);
+    }
+}

@@ -1,7 +1,18 @@
-//! One behavioural test suite for every [`Store`] implementation.
+//! One behavioural test suite for every [`Store`] implementation (feature `testing`).
 //!
-//! Each implementation's tests call [`run_all`] with a fresh, empty store; Postgres will
-//! run the same suite as sled does. The functions panic on the first broken expectation.
+//! [`store_suite!`](crate::store_suite!) turns it into one `#[test]` per check for a
+//! backend, so a failing backend names the failing check; Postgres will run the same
+//! checks as sled does:
+//!
+//! ```ignore
+//! memvault_storage::store_suite!(sled, || {
+//!     let directory = tempfile::tempdir().unwrap();
+//!     let store = SledStore::open(directory.path()).unwrap();
+//!     (store, directory) // the second value is kept alive for the test's length
+//! });
+//! ```
+//!
+//! Each check gets a fresh, empty store and panics on the first broken expectation.
 
 use chrono::{TimeZone, Utc};
 use serde_json::json;
@@ -14,22 +25,43 @@ use crate::records::{
 use crate::records::{AuditEntry, OutboxDelivery, WebhookRecord};
 use crate::store::Store;
 
-/// Runs every check against an empty store.
-pub fn run_all(store: &dyn Store) {
-    tenants_round_trip(store);
-    api_keys_are_per_tenant(store);
-    collections_round_trip_and_update(store);
-    memories_round_trip_with_embeddings(store);
-    put_replaces_a_memory(store);
-    delete_memories_removes_only_those(store);
-    delete_collection_removes_its_memories_only(store);
-    move_memory_is_all_or_nothing(store);
-    tenants_never_see_each_other(store);
-    settings_default_then_round_trip(store);
-    usage_adds_up_per_row(store);
-    jobs_leave_the_queue_when_finished(store);
-    outbox_keeps_deliveries_until_deleted(store);
-    audit_is_per_tenant_newest_first_and_pruned_by_age(store);
+/// Generates `mod $backend` with one `#[test]` per check of the suite. `$factory` is a
+/// closure returning `(store, keep_alive)`: a fresh, empty store, and whatever must
+/// outlive it (a temporary directory; `()` when nothing).
+#[macro_export]
+macro_rules! store_suite {
+    ($backend:ident, $factory:expr) => {
+        mod $backend {
+            #[allow(unused_imports)]
+            use super::*;
+
+            $crate::store_suite!(@checks $factory;
+                tenants_round_trip,
+                api_keys_are_per_tenant,
+                collections_round_trip_and_update,
+                memories_round_trip_with_embeddings,
+                put_replaces_a_memory,
+                delete_memories_removes_only_those,
+                delete_collection_removes_its_memories_only,
+                move_memory_is_all_or_nothing,
+                tenants_never_see_each_other,
+                settings_default_then_round_trip,
+                usage_adds_up_per_row,
+                jobs_leave_the_queue_when_finished,
+                outbox_keeps_deliveries_until_deleted,
+                audit_is_per_tenant_newest_first_and_pruned_by_age,
+            );
+        }
+    };
+    (@checks $factory:expr; $($check:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $check() {
+                let (store, _keep_alive) = ($factory)();
+                $crate::store_suite::$check(&store);
+            }
+        )*
+    };
 }
 
 pub fn sample_tenant(name: &str) -> TenantRecord {
