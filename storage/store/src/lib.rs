@@ -12,6 +12,19 @@
 //! - `store_suite` (feature `testing`): one behavioural test suite, one `#[test]` per
 //!   check for each implementation through [`store_suite!`].
 //!
+//! # Blocking traits, and how Postgres will fit
+//!
+//! The store traits ([`MetaStore`], [`MemoryStore`], [`JobStore`], [`OutboxStore`],
+//! [`AuditStore`]) stay blocking: sled is an embedded engine whose calls (and fsyncs)
+//! block, and every async caller already reaches the store through `spawn_blocking` (the
+//! core crate's `blocking` helper). Postgres will be a blocking adapter over an async
+//! client: it holds a tokio runtime handle and `block_on`s each query inside the blocking
+//! thread it is already called on. That keeps one trait per concern, one suite, and the
+//! async/blocking hop in one place (`blocking`), instead of async twins of every trait
+//! that each caller would have to choose between. Blobs differ (`memvault-blobs` is async)
+//! because object_store is async and a blob transfer is long; records are small and
+//! quick.
+//!
 //! This crate knows nothing of actors or HTTP.
 
 pub mod crypto;
