@@ -1,0 +1,55 @@
+//! memvault-blobs: files (uploads, extracted images, exports), tenant-scoped, over
+//! `object_store`.
+//!
+//! # Layout
+//!
+//! - [`blob_store`]: the [`BlobStore`] trait and the shapes it answers with.
+//! - [`key`]: [`BlobKey`] (`{tenant}/{path}`) and [`BlobPrefix`], validated so that no key
+//!   escapes its tenant.
+//! - [`presign`]: memvault's own presigned URLs (`/v1/blobs/...`, HMAC-SHA256, expiring)
+//!   and [`UrlSigner::verify_presigned`], which the HTTP layer checks them with.
+//! - [`local`]: the default backend, files under `{data_dir}/blobs`.
+//! - [`memory`]: an in-memory backend for tests.
+//! - `s3` (feature `s3`): an S3-compatible bucket, with S3's own SigV4 presigned URLs.
+//! - [`config`]: which backend to open ([`open_blob_store`]).
+//! - `blob_suite` (feature `testing`): one conformance suite, one `#[test]` per check for
+//!   each backend through [`blob_suite!`].
+//!
+//! # Why this trait is async
+//!
+//! The store traits of `memvault-storage` are blocking (sled is an embedded engine, and
+//! callers hop to a blocking thread). [`BlobStore`] is async instead: object_store is
+//! async all the way down (S3 is a network call; even its local backend hops to a
+//! blocking thread itself), and the Postgres clients that may later hold blob metadata
+//! are async too. A blocking wrapper would tie a runtime thread up for the length of an
+//! upload, or nest runtimes; an async trait lets the caller await a multi-megabyte
+//! transfer without holding a thread. `async_trait` keeps it object safe
+//! (`Arc<dyn BlobStore>`).
+//!
+//! This crate knows nothing of actors or HTTP.
+
+pub mod blob_store;
+pub mod config;
+pub mod error;
+pub mod key;
+pub mod local;
+pub mod memory;
+mod objects;
+pub mod presign;
+#[cfg(feature = "s3")]
+pub mod s3;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod blob_suite;
+
+pub use blob_store::{
+    BlobEntry, BlobMeta, BlobStore, PutReceipt, DEFAULT_CONTENT_TYPE, MAX_PRESIGN_EXPIRY,
+};
+pub use config::{open_blob_store, BlobBackendConfig, S3Config};
+pub use error::BlobError;
+pub use key::{BlobKey, BlobPrefix};
+pub use local::LocalBlobStore;
+pub use memory::InMemoryBlobStore;
+pub use presign::{PresignMethod, UrlSigner};
+#[cfg(feature = "s3")]
+pub use s3::S3BlobStore;

@@ -1,0 +1,223 @@
+//! What every backend shares: a [`BlobKey`] mapped onto an `object_store` path, the
+//! SHA-256 computed on put, object_store's errors mapped to ours. The backends differ
+//! only in where a blob's content type and digest live and in how URLs are presigned.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::TryStreamExt;
+use object_store::{
+    Attribute, AttributeValue, Attributes, GetOptions, ObjectStore, ObjectStoreExt, PutOptions,
+    PutPayload,
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::blob_store::{BlobEntry, BlobMeta, PutReceipt, DEFAULT_CONTENT_TYPE};
+use crate::error::{BlobError, Result};
+use crate::key::{BlobKey, BlobPrefix};
+
+/// The user-metadata name of the digest on backends with object attributes (S3 sends it
+/// as `x-amz-meta-sha256`).
+const SHA256_ATTRIBUTE: &str = "sha256";
+
+/// Where a backend keeps a blob's content type and digest.
+#[derive(Debug, Clone)]
+pub(crate) enum MetadataPlacement {
+    /// As object attributes next to the bytes (S3, in-memory).
+    Attributes,
+    /// In a JSON sidecar at the same path in a second store: object_store's local file
+    /// system has no attributes.
+    Sidecar(Arc<dyn ObjectStore>),
+}
+
+/// A sidecar's content. `e_tag` is the tag of the bytes it describes: after a crash
+/// between writing the bytes and the sidecar, the tags differ and the stale sidecar is
+/// ignored rather than reporting the old digest for new bytes.
+#[derive(Debug, Serialize, Deserialize)]
+struct Sidecar {
+    content_type: String,
+    sha256: String,
+    e_tag: Option<String>,
+}
+
+/// A [`crate::BlobStore`] minus presigning, over any object store.
+#[derive(Debug, Clone)]
+pub(crate) struct ObjectBlobs {
+    /// The blobs' bytes, at `{tenant}/{path}`.
+    objects: Arc<dyn ObjectStore>,
+    /// Where content type and digest live.
+    metadata: MetadataPlacement,
+}
+
+impl ObjectBlobs {
+    pub(crate) fn new(objects: Arc<dyn ObjectStore>, metadata: MetadataPlacement) -> Self {
+        Self { objects, metadata }
+    }
+
+    pub(crate) async fn put(
+        &self,
+        key: &BlobKey,
+        bytes: Bytes,
+        content_type: &str,
+    ) -> Result<PutReceipt> {
+        let receipt = PutReceipt {
+            size: bytes.len() as u64,
+            sha256: hex::encode(Sha256::digest(&bytes)),
+        };
+        let location = key.object_path();
+        let full_key = key.as_string();
+        match &self.metadata {
+            MetadataPlacement::Attributes => {
+                let mut attributes = Attributes::new();
+                attributes.insert(
+                    Attribute::ContentType,
+                    AttributeValue::from(content_type.to_owned()),
+                );
+                attributes.insert(
+                    Attribute::Metadata(SHA256_ATTRIBUTE.into()),
+                    AttributeValue::from(receipt.sha256.clone()),
+                );
+                let options = PutOptions {
+                    attributes,
+                    ..PutOptions::default()
+                };
+                self.objects
+                    .put_opts(&location, PutPayload::from_bytes(bytes), options)
+                    .await
+                    .map_err(|error| BlobError::from_object_store(&full_key, error))?;
+            }
+            MetadataPlacement::Sidecar(sidecars) => {
+                let written = self
+                    .objects
+                    .put(&location, PutPayload::from_bytes(bytes))
+                    .await
+                    .map_err(|error| BlobError::from_object_store(&full_key, error))?;
+                let sidecar = Sidecar {
+                    content_type: content_type.to_owned(),
+                    sha256: receipt.sha256.clone(),
+                    e_tag: written.e_tag,
+                };
+                let encoded = serde_json::to_vec(&sidecar)
+                    .map_err(|error| BlobError::Backend(error.to_string()))?;
+                sidecars
+                    .put(&location, PutPayload::from(encoded))
+                    .await
+                    .map_err(|error| BlobError::from_object_store(&full_key, error))?;
+            }
+        }
+        Ok(receipt)
+    }
+
+    pub(crate) async fn get(&self, key: &BlobKey) -> Result<Bytes> {
+        let full_key = key.as_string();
+        let found = self
+            .objects
+            .get(&key.object_path())
+            .await
+            .map_err(|error| BlobError::from_object_store(&full_key, error))?;
+        found
+            .bytes()
+            .await
+            .map_err(|error| BlobError::from_object_store(&full_key, error))
+    }
+
+    pub(crate) async fn head(&self, key: &BlobKey) -> Result<BlobMeta> {
+        let full_key = key.as_string();
+        let location = key.object_path();
+        // A HEAD-style get: the metadata and, where the backend has them, the attributes.
+        let found = self
+            .objects
+            .get_opts(&location, GetOptions::default().with_head(true))
+            .await
+            .map_err(|error| BlobError::from_object_store(&full_key, error))?;
+        let (content_type, sha256) = match &self.metadata {
+            MetadataPlacement::Attributes => (
+                found
+                    .attributes
+                    .get(&Attribute::ContentType)
+                    .map(|value| value.as_ref().to_owned()),
+                found
+                    .attributes
+                    .get(&Attribute::Metadata(SHA256_ATTRIBUTE.into()))
+                    .map(|value| value.as_ref().to_owned()),
+            ),
+            MetadataPlacement::Sidecar(sidecars) => {
+                match read_sidecar(sidecars.as_ref(), &location, &full_key).await? {
+                    Some(sidecar) if sidecar.e_tag == found.meta.e_tag => {
+                        (Some(sidecar.content_type), Some(sidecar.sha256))
+                    }
+                    _ => (None, None),
+                }
+            }
+        };
+        Ok(BlobMeta {
+            key: key.clone(),
+            size: found.meta.size,
+            content_type: content_type.unwrap_or_else(|| DEFAULT_CONTENT_TYPE.to_owned()),
+            sha256,
+            last_modified: found.meta.last_modified,
+        })
+    }
+
+    pub(crate) async fn delete(&self, key: &BlobKey) -> Result<()> {
+        let full_key = key.as_string();
+        let location = key.object_path();
+        ignore_not_found(self.objects.delete(&location).await)
+            .map_err(|error| BlobError::from_object_store(&full_key, error))?;
+        // The sidecar goes second: one left behind by a crash is ignored (its tag matches
+        // no bytes) and replaced by the next put.
+        if let MetadataPlacement::Sidecar(sidecars) = &self.metadata {
+            ignore_not_found(sidecars.delete(&location).await)
+                .map_err(|error| BlobError::from_object_store(&full_key, error))?;
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn list(&self, prefix: &BlobPrefix) -> Result<Vec<BlobEntry>> {
+        let location = prefix.object_path();
+        let listed: Vec<object_store::ObjectMeta> = self
+            .objects
+            .list(Some(&location))
+            .try_collect()
+            .await
+            .map_err(|error| BlobError::Backend(error.to_string()))?;
+        let mut entries = listed
+            .into_iter()
+            .map(|meta| {
+                Ok(BlobEntry {
+                    key: BlobKey::from_object_path(&meta.location)?,
+                    size: meta.size,
+                    last_modified: meta.last_modified,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        entries.sort_by(|left, right| left.key.cmp(&right.key));
+        Ok(entries)
+    }
+}
+
+async fn read_sidecar(
+    sidecars: &dyn ObjectStore,
+    location: &object_store::path::Path,
+    full_key: &str,
+) -> Result<Option<Sidecar>> {
+    let found = match sidecars.get(location).await {
+        Ok(found) => found,
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+        Err(error) => return Err(BlobError::from_object_store(full_key, error)),
+    };
+    let bytes = found
+        .bytes()
+        .await
+        .map_err(|error| BlobError::from_object_store(full_key, error))?;
+    // A torn or foreign sidecar is as good as none: the bytes are still served.
+    Ok(serde_json::from_slice(&bytes).ok())
+}
+
+fn ignore_not_found(outcome: object_store::Result<()>) -> object_store::Result<()> {
+    match outcome {
+        Err(object_store::Error::NotFound { .. }) => Ok(()),
+        other => other,
+    }
+}
