@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use clap::Args;
 use memvault_core::memory::NewMemory;
+use memvault_core::service::{Read, Write};
 use memvault_core::{Agent, Memvault};
 use memvault_index::search::{FusionParams, SearchFilter, SearchMode, SearchQuery};
 use memvault_index::{dot, Quantization, VectorIndex};
@@ -330,8 +331,11 @@ async fn load_corpus(
                 }
             })
             .collect();
+        let access = service
+            .authorize::<Write>(agent, collection.clone())
+            .map_err(|error| EvalError::Service(error.to_string()))?;
         service
-            .create_memories(agent, collection, memories)
+            .create_memories(&access, memories)
             .await
             .map_err(|error| EvalError::Service(error.to_string()))?;
         eprint!(
@@ -355,6 +359,9 @@ async fn score_mode(
     fusion: FusionParams,
 ) -> Result<(f64, f64), EvalError> {
     let (mut ndcg_total, mut recall_total) = (0.0, 0.0);
+    let access = service
+        .authorize::<Read>(agent, collection.clone())
+        .map_err(|error| EvalError::Service(error.to_string()))?;
     for (query_id, text) in &benchmark.queries {
         let query = SearchQuery {
             text: text.clone(),
@@ -367,7 +374,7 @@ async fn score_mode(
             fusion,
         };
         let outcome = service
-            .search(agent, Some(collection), query)
+            .search(agent, Some(&access), query)
             .await
             .map_err(|error| EvalError::Service(error.to_string()))?;
         let ranked: Vec<String> = outcome

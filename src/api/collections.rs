@@ -6,7 +6,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use memvault_core::memory::validate_metadata;
-use memvault_core::service::{Access, CollectionView};
+use memvault_core::service::{CollectionAccess, CollectionView, Read, Sweep, Write};
 use memvault_core::Agent;
 use memvault_storage::CollectionName;
 use memvault_types::limits::DESCRIPTION_MAX_CHARS;
@@ -46,25 +46,33 @@ fn collection_to_write(raw: &str) -> ApiResult<CollectionName> {
 
 /// A collection the agent may read: 404 for a name that cannot exist, 403 when it is
 /// restricted and the agent has no grant with `can_read`.
-pub fn readable(state: &AppState, agent: &Agent, raw: &str) -> ApiResult<CollectionName> {
+pub fn readable(state: &AppState, agent: &Agent, raw: &str) -> ApiResult<CollectionAccess<Read>> {
     let name = existing_collection(raw)?;
-    state.service.authorize(agent, &name, Access::Read)?;
-    Ok(name)
+    Ok(state.service.authorize(agent, name)?)
 }
 
 /// An existing collection the agent may change: 403 for read-only keys and for agents
 /// without a `can_write` grant on a restricted collection.
-pub fn writable(state: &AppState, agent: &Agent, raw: &str) -> ApiResult<CollectionName> {
+pub fn writable(state: &AppState, agent: &Agent, raw: &str) -> ApiResult<CollectionAccess<Write>> {
     let name = existing_collection(raw)?;
-    state.service.authorize(agent, &name, Access::Write)?;
-    Ok(name)
+    Ok(state.service.authorize(agent, name)?)
 }
 
 /// A collection the agent may write into, created when missing: an invalid name is 422.
-pub fn writable_or_new(state: &AppState, agent: &Agent, raw: &str) -> ApiResult<CollectionName> {
+pub fn writable_or_new(
+    state: &AppState,
+    agent: &Agent,
+    raw: &str,
+) -> ApiResult<CollectionAccess<Write>> {
     let name = collection_to_write(raw)?;
-    state.service.authorize(agent, &name, Access::Write)?;
-    Ok(name)
+    Ok(state.service.authorize(agent, name)?)
+}
+
+/// An existing collection the agent may sweep (dedup, archive-stale): read access for a
+/// dry run, write access to apply.
+pub fn sweepable(state: &AppState, agent: &Agent, raw: &str, dry_run: bool) -> ApiResult<Sweep> {
+    let name = existing_collection(raw)?;
+    Ok(state.service.authorize_sweep(agent, name, dry_run)?)
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -160,14 +168,15 @@ pub async fn create(
     Writer(agent): Writer,
     ApiJson(request): ApiJson<CreateCollectionRequest>,
 ) -> ApiResult<(StatusCode, Json<CollectionResponse>)> {
-    let name = collection_to_write(&request.name)?;
+    let access = state
+        .service
+        .authorize(&agent, collection_to_write(&request.name)?)?;
     validate_description(request.description.as_ref())?;
     validate_optional_metadata(request.metadata.as_ref())?;
     let view = state
         .service
         .create_collection(
-            &agent.tenant_id,
-            name,
+            &access,
             request.description,
             request.metadata.unwrap_or_default(),
         )
@@ -184,13 +193,8 @@ pub async fn fetch(
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
 ) -> ApiResult<Json<CollectionResponse>> {
-    let name = readable(&state, &agent, &collection)?;
-    Ok(Json(
-        state
-            .service
-            .get_collection(&agent.tenant_id, &name)?
-            .into(),
-    ))
+    let access = readable(&state, &agent, &collection)?;
+    Ok(Json(state.service.get_collection(&access)?.into()))
 }
 
 /// Updates description and/or metadata of an existing collection.
@@ -205,17 +209,12 @@ pub async fn update(
     ApiPath(collection): ApiPath<String>,
     ApiJson(request): ApiJson<UpdateCollectionRequest>,
 ) -> ApiResult<Json<CollectionResponse>> {
-    let name = writable(&state, &agent, &collection)?;
+    let access = writable(&state, &agent, &collection)?;
     validate_description(request.description.as_ref())?;
     validate_optional_metadata(request.metadata.as_ref())?;
     let view = state
         .service
-        .update_collection(
-            &agent.tenant_id,
-            name,
-            request.description,
-            request.metadata,
-        )
+        .update_collection(&access, request.description, request.metadata)
         .await?;
     Ok(Json(view.into()))
 }
@@ -231,10 +230,7 @@ pub async fn remove(
     Writer(agent): Writer,
     ApiPath(collection): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    let name = writable(&state, &agent, &collection)?;
-    state
-        .service
-        .delete_collection(&agent.tenant_id, name)
-        .await?;
+    let access = writable(&state, &agent, &collection)?;
+    state.service.delete_collection(&access).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -104,7 +104,7 @@ pub async fn upsert(
     ApiPath(collection): ApiPath<String>,
     ApiJson(request): ApiJson<GrantRequest>,
 ) -> ApiResult<Json<GrantsResponse>> {
-    let name = writable(&state, &agent, &collection)?;
+    let access = writable(&state, &agent, &collection)?;
     let agent_key_id = request.agent_key_id.trim().to_owned();
     if agent_key_id.is_empty() || agent_key_id.chars().count() > AGENT_KEY_ID_MAX_CHARS {
         return Err(ApiError::Validation(format!(
@@ -112,7 +112,7 @@ pub async fn upsert(
         )));
     }
     // The collection first: another tenant's (or a missing) one is 404 whatever the body.
-    state.service.grants(&agent, &name)?;
+    state.service.grants(&access)?;
     // A key the body names that does not exist is invalid input (422), not a missing
     // target: the URL's collection is there, and 404 would say it is not.
     let keys = state.service.keys(&agent.tenant_id)?;
@@ -124,13 +124,7 @@ pub async fn upsert(
     }
     let grants = state
         .service
-        .put_grant(
-            &agent,
-            &name,
-            agent_key_id,
-            request.can_read,
-            request.can_write,
-        )
+        .put_grant(&access, agent_key_id, request.can_read, request.can_write)
         .await?;
     Ok(Json(response(&state, &agent.tenant_id, grants)?))
 }
@@ -146,8 +140,8 @@ pub async fn list(
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
 ) -> ApiResult<Json<GrantsResponse>> {
-    let name = readable(&state, &agent, &collection)?;
-    let grants = state.service.grants(&agent, &name)?;
+    let access = readable(&state, &agent, &collection)?;
+    let grants = state.service.grants(&access)?;
     Ok(Json(response(&state, &agent.tenant_id, grants)?))
 }
 
@@ -162,10 +156,7 @@ pub async fn remove(
     Owner(agent): Owner,
     ApiPath((collection, agent_key_id)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    let name = writable(&state, &agent, &collection)?;
-    state
-        .service
-        .delete_grant(&agent, &name, &agent_key_id)
-        .await?;
+    let access = writable(&state, &agent, &collection)?;
+    state.service.delete_grant(&access, &agent_key_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

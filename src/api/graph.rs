@@ -20,7 +20,6 @@ use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::memories::MemoryResponse;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use memvault_core::service::Access;
 
 pub fn routes() -> Router<AppState> {
     let collection = "/v1/memory/collections/{collection}";
@@ -146,13 +145,13 @@ pub async fn remember(
     ApiQuery(params): ApiQuery<RememberParams>,
     ApiJson(request): ApiJson<RememberRequest>,
 ) -> ApiResult<Response> {
-    let name = writable_or_new(&state, &agent, &collection)?;
+    let access = writable_or_new(&state, &agent, &collection)?;
     let input = request.validate()?;
     if params.sync.unwrap_or(false) {
-        let outcome = state.service.remember(&agent, &name, input).await?;
+        let outcome = state.service.remember(&access, input).await?;
         return Ok(Json(RememberResponse::from(outcome)).into_response());
     }
-    let job = state.service.submit_remember(&agent, &name, input).await?;
+    let job = state.service.submit_remember(&access, input).await?;
     let accepted = JobAccepted {
         job_id: job.id,
         state: job.state.as_str().to_owned(),
@@ -205,11 +204,8 @@ pub async fn job(
     Authenticated(agent): Authenticated,
     ApiPath(job_id): ApiPath<String>,
 ) -> ApiResult<Json<JobResponse>> {
-    let job = state.service.extract_job(&agent.tenant_id, &job_id).await?;
     // A job shows the facts it stored: only for agents that may read its collection.
-    state
-        .service
-        .authorize(&agent, &job.collection, Access::Read)?;
+    let job = state.service.extract_job(&agent, &job_id).await?;
     Ok(Json(JobResponse::from(job)))
 }
 
@@ -248,7 +244,7 @@ pub async fn contradictions(
     ApiPath(collection): ApiPath<String>,
     ApiQuery(query): ApiQuery<ContradictionsQuery>,
 ) -> ApiResult<Json<ContradictionsResponse>> {
-    let name = readable(&state, &agent, &collection)?;
+    let access = readable(&state, &agent, &collection)?;
     let limit = match query.limit {
         None => CONTRADICTIONS_LIMIT_MAX,
         Some(limit) if (1..=CONTRADICTIONS_LIMIT_MAX as i64).contains(&limit) => limit as usize,
@@ -258,9 +254,7 @@ pub async fn contradictions(
             )))
         }
     };
-    let pairs = state
-        .service
-        .contradictions(&agent.tenant_id, &name, limit)?;
+    let pairs = state.service.contradictions(&access, limit)?;
     Ok(Json(ContradictionsResponse {
         contradictions: pairs
             .iter()
@@ -297,8 +291,8 @@ pub async fn profile(
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
 ) -> ApiResult<Json<ProfileResponse>> {
-    let name = readable(&state, &agent, &collection)?;
-    let profile = state.service.profile(&agent.tenant_id, &name).await?;
+    let access = readable(&state, &agent, &collection)?;
+    let profile = state.service.profile(&access).await?;
     Ok(Json(ProfileResponse {
         profile: profile.profile,
         based_on: profile.based_on,

@@ -18,12 +18,12 @@ use memvault_types::limits::{
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::auth::{Admin, Authenticated, Writer};
-use super::collections::writable;
+use super::auth::{Admin, Authenticated};
+use super::collections::sweepable;
 use super::extract::{optional_integer, ApiPath, ApiQuery, OptionalJson};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
-use memvault_core::service::Access;
+use memvault_core::service::Read;
 
 pub fn routes() -> Router<AppState> {
     let collection = "/v1/memory/collections/{collection}";
@@ -116,22 +116,19 @@ pub struct DedupResponse {
     security(("bearer" = [])))]
 pub async fn dedup(
     State(state): State<AppState>,
-    Writer(agent): Writer,
+    Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
     OptionalJson(request): OptionalJson<DedupRequest>,
 ) -> ApiResult<Json<DedupResponse>> {
-    let name = writable(&state, &agent, &collection)?;
     let threshold = request.threshold.unwrap_or(DEDUP_THRESHOLD_DEFAULT);
     if !(0.0..=1.0).contains(&threshold) {
         return Err(ApiError::Validation(format!(
             "threshold must be between 0 and 1, got {threshold}"
         )));
     }
-    let dry_run = request.dry_run.unwrap_or(true);
-    let report = state
-        .service
-        .dedup(&agent.tenant_id, &name, threshold as f32, dry_run)
-        .await?;
+    let sweep = sweepable(&state, &agent, &collection, request.dry_run.unwrap_or(true))?;
+    let dry_run = sweep.is_dry_run();
+    let report = state.service.dedup(&sweep, threshold as f32).await?;
     Ok(Json(DedupResponse {
         dry_run,
         threshold,
@@ -190,17 +187,14 @@ pub struct ArchiveStaleResponse {
     security(("bearer" = [])))]
 pub async fn archive_stale(
     State(state): State<AppState>,
-    Writer(agent): Writer,
+    Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
     OptionalJson(request): OptionalJson<ArchiveStaleRequest>,
 ) -> ApiResult<Json<ArchiveStaleResponse>> {
-    let name = writable(&state, &agent, &collection)?;
     let days = stale_days(request.older_than_days, "older_than_days")?;
-    let dry_run = request.dry_run.unwrap_or(true);
-    let mut ids = state
-        .service
-        .archive_stale(&agent.tenant_id, &name, days, dry_run)
-        .await?;
+    let sweep = sweepable(&state, &agent, &collection, request.dry_run.unwrap_or(true))?;
+    let dry_run = sweep.is_dry_run();
+    let mut ids = state.service.archive_stale(&sweep, days).await?;
     let count = ids.len();
     ids.truncate(ARCHIVE_STALE_IDS_MAX);
     Ok(Json(ArchiveStaleResponse {
@@ -287,10 +281,8 @@ pub async fn health(
     let days = stale_days(query.stale_days, "stale_days")?;
     let found = match CollectionName::parse(&collection) {
         Ok(name) => {
-            state.service.authorize(&agent, &name, Access::Read)?;
-            state
-                .service
-                .collection_health(&agent.tenant_id, &name, days)?
+            let access = state.service.authorize::<Read>(&agent, name)?;
+            state.service.collection_health(&access, days)?
         }
         Err(_) => None,
     };
@@ -352,11 +344,8 @@ pub async fn summary(
     };
     let found = match CollectionName::parse(&collection) {
         Ok(name) => {
-            state.service.authorize(&agent, &name, Access::Read)?;
-            state
-                .service
-                .summary(&agent.tenant_id, &name, limit)
-                .await?
+            let access = state.service.authorize::<Read>(&agent, name)?;
+            state.service.summary(&access, limit).await?
         }
         Err(_) => None,
     };

@@ -288,12 +288,9 @@ pub async fn create(
     ApiPath(collection): ApiPath<String>,
     ApiJson(request): ApiJson<CreateMemoryRequest>,
 ) -> ApiResult<(StatusCode, Json<MemoryResponse>)> {
-    let name = writable_or_new(&state, &agent, &collection)?;
+    let access = writable_or_new(&state, &agent, &collection)?;
     let memory = request.validate()?;
-    let created = state
-        .service
-        .create_memories(&agent, &name, vec![memory])
-        .await?;
+    let created = state.service.create_memories(&access, vec![memory]).await?;
     let response = created
         .first()
         .map(|memory| MemoryResponse::from(&**memory))
@@ -314,7 +311,7 @@ pub async fn bulk(
     ApiPath(collection): ApiPath<String>,
     ApiJsonArray(requests): ApiJsonArray<CreateMemoryRequest>,
 ) -> ApiResult<(StatusCode, Json<BulkCreateResponse>)> {
-    let name = writable_or_new(&state, &agent, &collection)?;
+    let access = writable_or_new(&state, &agent, &collection)?;
     if requests.is_empty() || requests.len() > BULK_MAX_ITEMS {
         return Err(ApiError::Validation(format!(
             "bulk takes 1 to {BULK_MAX_ITEMS} items, got {}",
@@ -330,10 +327,7 @@ pub async fn bulk(
                 .map_err(|error| ApiError::Validation(format!("item [{index}]: {error}")))
         })
         .collect::<ApiResult<Vec<NewMemory>>>()?;
-    let created = state
-        .service
-        .create_memories(&agent, &name, memories)
-        .await?;
+    let created = state.service.create_memories(&access, memories).await?;
     let memories: Vec<MemoryResponse> = created
         .iter()
         .map(|memory| MemoryResponse::from(&**memory))
@@ -359,7 +353,7 @@ pub async fn list(
     ApiPath(collection): ApiPath<String>,
     ApiQuery(query): ApiQuery<ListMemoriesQuery>,
 ) -> ApiResult<Json<Vec<MemoryResponse>>> {
-    let name = readable(&state, &agent, &collection)?;
+    let access = readable(&state, &agent, &collection)?;
     let limit = query.limit.unwrap_or(LIST_LIMIT_DEFAULT);
     if !(1..=LIST_LIMIT_MAX).contains(&limit) {
         return Err(ApiError::Validation(format!(
@@ -377,7 +371,7 @@ pub async fn list(
         limit,
         include_archived: query.include_archived.unwrap_or(false),
     };
-    let memories = state.service.list_memories(&agent.tenant_id, &name, page)?;
+    let memories = state.service.list_memories(&access, page)?;
     Ok(Json(
         memories
             .iter()
@@ -395,8 +389,8 @@ pub async fn fetch(
     Authenticated(agent): Authenticated,
     ApiPath((collection, id)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<MemoryResponse>> {
-    let name = readable(&state, &agent, &collection)?;
-    let memory = state.service.get_memory(&agent.tenant_id, &name, &id)?;
+    let access = readable(&state, &agent, &collection)?;
+    let memory = state.service.get_memory(&access, &id)?;
     Ok(Json(MemoryResponse::from(&*memory)))
 }
 
@@ -412,12 +406,9 @@ pub async fn patch(
     ApiPath((collection, id)): ApiPath<(String, String)>,
     ApiJson(request): ApiJson<PatchMemoryRequest>,
 ) -> ApiResult<Json<MemoryResponse>> {
-    let name = writable(&state, &agent, &collection)?;
+    let access = writable(&state, &agent, &collection)?;
     let patch = request.validate()?;
-    let memory = state
-        .service
-        .patch_memory(&agent.tenant_id, &name, &id, patch)
-        .await?;
+    let memory = state.service.patch_memory(&access, &id, patch).await?;
     Ok(Json(MemoryResponse::from(&*memory)))
 }
 
@@ -431,11 +422,8 @@ pub async fn remove(
     Writer(agent): Writer,
     ApiPath((collection, id)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    let name = writable(&state, &agent, &collection)?;
-    state
-        .service
-        .delete_memory(&agent.tenant_id, &name, &id)
-        .await?;
+    let access = writable(&state, &agent, &collection)?;
+    state.service.delete_memory(&access, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -453,10 +441,7 @@ pub async fn move_to(
 ) -> ApiResult<Json<MemoryResponse>> {
     let from = writable(&state, &agent, &collection)?;
     let to = writable_or_new(&state, &agent, &request.to_collection)?;
-    let memory = state
-        .service
-        .move_memory(&agent.tenant_id, &from, &id, &to)
-        .await?;
+    let memory = state.service.move_memory(&from, &id, &to).await?;
     Ok(Json(MemoryResponse::from(&*memory)))
 }
 
@@ -472,10 +457,10 @@ pub async fn pin(
     ApiPath((collection, id)): ApiPath<(String, String)>,
     ApiJson(request): ApiJson<PinRequest>,
 ) -> ApiResult<Json<MemoryResponse>> {
-    let name = writable(&state, &agent, &collection)?;
+    let access = writable(&state, &agent, &collection)?;
     let memory = state
         .service
-        .set_pinned(&agent.tenant_id, &name, &id, request.pinned)
+        .set_pinned(&access, &id, request.pinned)
         .await?;
     Ok(Json(MemoryResponse::from(&*memory)))
 }
@@ -492,10 +477,10 @@ pub async fn archive(
     ApiPath((collection, id)): ApiPath<(String, String)>,
     ApiJson(request): ApiJson<ArchiveRequest>,
 ) -> ApiResult<Json<MemoryResponse>> {
-    let name = writable(&state, &agent, &collection)?;
+    let access = writable(&state, &agent, &collection)?;
     let memory = state
         .service
-        .set_archived(&agent.tenant_id, &name, &id, request.archived)
+        .set_archived(&access, &id, request.archived)
         .await?;
     Ok(Json(MemoryResponse::from(&*memory)))
 }

@@ -146,7 +146,7 @@ impl ChatCompletionRequest {
                 .map(|raw| {
                     // A body field: an impossible name is invalid input, not a missing page.
                     CollectionName::parse(&raw).map_err(ApiError::Validation)?;
-                    readable(state, agent, &raw)
+                    readable(state, agent, &raw).map(|access| access.collection().clone())
                 })
                 .transpose()?,
             container_tag: self.container_tag,

@@ -240,9 +240,9 @@ pub async fn search_collection(
     ApiPath(collection): ApiPath<String>,
     ApiJson(request): ApiJson<SearchRequest>,
 ) -> ApiResult<Json<SearchResponse>> {
-    let name = readable(&state, &agent, &collection)?;
+    let access = readable(&state, &agent, &collection)?;
     let query = request.validate()?;
-    let outcome = state.service.search(&agent, Some(&name), query).await?;
+    let outcome = state.service.search(&agent, Some(&access), query).await?;
     Ok(Json(SearchResponse::new(outcome, false)))
 }
 
@@ -286,12 +286,12 @@ pub async fn related(
     ApiPath((collection, id)): ApiPath<(String, String)>,
     ApiQuery(query): ApiQuery<RelatedQuery>,
 ) -> ApiResult<Json<SearchResponse>> {
-    let name = readable(&state, &agent, &collection)?;
+    let access = readable(&state, &agent, &collection)?;
     let limit = validate_limit(query.limit, RELATED_LIMIT_DEFAULT, SEARCH_LIMIT_MAX)?;
     let min_score = validate_score(query.min_score, RELATED_MIN_SCORE_DEFAULT)?;
     let outcome = state
         .service
-        .related(&agent.tenant_id, &name, &id, limit, min_score)
+        .related(&access, &id, limit, min_score)
         .await?;
     Ok(Json(SearchResponse::new(outcome, false)))
 }
@@ -337,13 +337,13 @@ pub async fn forget(
     ApiPath(collection): ApiPath<String>,
     ApiJson(request): ApiJson<ForgetRequest>,
 ) -> ApiResult<Json<ForgetResponse>> {
-    let name = writable(&state, &agent, &collection)?;
+    let access = writable(&state, &agent, &collection)?;
     let query = validate_query(request.query)?;
     let min_score = validate_score(request.min_score, FORGET_MIN_SCORE_DEFAULT)?;
     let limit = validate_limit(request.limit, FORGET_LIMIT_DEFAULT, FORGET_LIMIT_MAX)?;
     let deleted = state
         .service
-        .forget(&agent.tenant_id, &name, &query, min_score, limit)
+        .forget(&access, &query, min_score, limit)
         .await?;
     Ok(Json(ForgetResponse {
         count: deleted.len(),

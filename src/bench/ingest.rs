@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use memvault_core::memory::NewMemory;
+use memvault_core::service::Write;
 use memvault_core::{Agent, Memvault};
 use memvault_embed::{Embedder, EmbeddingError, EmbeddingService};
 use memvault_storage::{CollectionName, MemoryStore, MetaStore, SledStore};
@@ -111,6 +112,9 @@ pub async fn without_model(source: &Path, concurrency: usize) -> Result<(f64, us
             let (service, agent, name, queue) =
                 (service.clone(), agent.clone(), name.clone(), queue.clone());
             tokio::spawn(async move {
+                let access = service
+                    .authorize::<Write>(&agent, name)
+                    .map_err(|error| error.to_string())?;
                 loop {
                     let next = queue.lock().map(|mut queue| queue.next()).ok().flatten();
                     let Some(batch) = next else {
@@ -128,7 +132,7 @@ pub async fn without_model(source: &Path, concurrency: usize) -> Result<(f64, us
                         })
                         .collect();
                     service
-                        .create_memories(&agent, &name, memories)
+                        .create_memories(&access, memories)
                         .await
                         .map_err(|error| error.to_string())?;
                 }

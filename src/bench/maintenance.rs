@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memvault_core::memory::NewMemory;
+use memvault_core::service::{Read, Write};
 use memvault_core::{Agent, Memvault};
 use memvault_embed::{Embedder, EmbeddingError, EmbeddingService};
 use memvault_storage::CollectionName;
@@ -243,6 +244,9 @@ async fn load(
             );
             let corpus = corpus.cloned();
             tokio::spawn(async move {
+                let access = service
+                    .authorize::<Write>(&agent, name)
+                    .map_err(|error| error.to_string())?;
                 loop {
                     let next = queue.lock().map(|mut queue| queue.next()).ok().flatten();
                     let Some((start, end)) = next else {
@@ -255,7 +259,7 @@ async fn load(
                         })
                         .collect();
                     service
-                        .create_memories(&agent, &name, memories)
+                        .create_memories(&access, memories)
                         .await
                         .map_err(|error| error.to_string())?;
                     if let Ok(mut progress) = progress.lock() {
@@ -282,17 +286,26 @@ async fn measure(
     count: usize,
     report: &mut Report,
 ) -> Result<(), String> {
-    let tenant = &agent.tenant_id;
     let text = |error: memvault_core::Error| error.to_string();
+    let read = service
+        .authorize::<Read>(agent, name.clone())
+        .map_err(text)?;
+    let write = service
+        .authorize::<Write>(agent, name.clone())
+        .map_err(text)?;
+    let dry_run = service
+        .authorize_sweep(agent, name.clone(), true)
+        .map_err(text)?;
+    let apply = service
+        .authorize_sweep(agent, name.clone(), false)
+        .map_err(text)?;
 
     // Health: read from the published snapshot's counters.
     let mut latencies = Latencies::default();
     let mut health = None;
     for _ in 0..200 {
         let started = Instant::now();
-        health = service
-            .collection_health(tenant, name, STALE_DAYS)
-            .map_err(text)?;
+        health = service.collection_health(&read, STALE_DAYS).map_err(text)?;
         latencies.record(started.elapsed());
     }
     report.line(
@@ -331,10 +344,7 @@ async fn measure(
 
     // Summary: uncached, cached, and uncached again after each write.
     let started = Instant::now();
-    let summary = service
-        .summary(tenant, name, SUMMARY_LIMIT)
-        .await
-        .map_err(text)?;
+    let summary = service.summary(&read, SUMMARY_LIMIT).await.map_err(text)?;
     let first = started.elapsed();
     report.line(
         &format!("summary (limit {SUMMARY_LIMIT}), first call, uncached"),
@@ -354,10 +364,7 @@ async fn measure(
     let mut latencies = Latencies::default();
     for _ in 0..200 {
         let started = Instant::now();
-        service
-            .summary(tenant, name, SUMMARY_LIMIT)
-            .await
-            .map_err(text)?;
+        service.summary(&read, SUMMARY_LIMIT).await.map_err(text)?;
         latencies.record(started.elapsed());
     }
     report.line(
@@ -371,14 +378,11 @@ async fn measure(
             0.5,
         );
         service
-            .create_memories(agent, name, vec![memory])
+            .create_memories(&write, vec![memory])
             .await
             .map_err(text)?;
         let started = Instant::now();
-        service
-            .summary(tenant, name, SUMMARY_LIMIT)
-            .await
-            .map_err(text)?;
+        service.summary(&read, SUMMARY_LIMIT).await.map_err(text)?;
         latencies.record(started.elapsed());
     }
     report.line(
@@ -393,7 +397,7 @@ async fn measure(
         let started = Instant::now();
         last = Some(
             service
-                .dedup(tenant, name, DEDUP_THRESHOLD, true)
+                .dedup(&dry_run, DEDUP_THRESHOLD)
                 .await
                 .map_err(text)?,
         );
@@ -419,7 +423,7 @@ async fn measure(
         );
     }
     let started = Instant::now();
-    let deleted = service.dedup(tenant, name, DEDUP_THRESHOLD, false).await;
+    let deleted = service.dedup(&apply, DEDUP_THRESHOLD).await;
     let elapsed = started.elapsed();
     report.line(
         &format!("dedup ({DEDUP_THRESHOLD}), deleting"),
@@ -441,7 +445,7 @@ async fn measure(
     for _ in 0..5 {
         let started = Instant::now();
         stale = service
-            .archive_stale(tenant, name, 0, true)
+            .archive_stale(&dry_run, 0)
             .await
             .map_err(text)?
             .len();
@@ -452,7 +456,7 @@ async fn measure(
         format!("{} ({stale} would be archived)", figures(&latencies, 5)),
     );
     let started = Instant::now();
-    let archived = service.archive_stale(tenant, name, 0, false).await;
+    let archived = service.archive_stale(&apply, 0).await;
     let elapsed = started.elapsed();
     report.line(
         "archive_stale (0 days: all), archiving",
@@ -462,9 +466,7 @@ async fn measure(
         },
     );
     let started = Instant::now();
-    let health = service
-        .collection_health(tenant, name, STALE_DAYS)
-        .map_err(text)?;
+    let health = service.collection_health(&read, STALE_DAYS).map_err(text)?;
     let elapsed = started.elapsed();
     report.line(
         "collection_health after the mass archive",

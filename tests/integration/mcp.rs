@@ -679,3 +679,123 @@ fn writes_through_mcp_are_in_the_audit_log() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// The same agent gets the same answer from REST and MCP: one access rule behind both.
+/// Cases: a read-only key, an agent granted read only on a restricted collection, and an
+/// agent with no grant there; for reads, dry runs (read access) and applied sweeps and
+/// writes (write access).
+#[test]
+fn rest_and_mcp_answer_the_same_for_the_same_agent() {
+    let owner = new_tenant();
+    let (reader, _) = create_key(&owner, "parity-read-only", true);
+    let (granted, granted_id) = create_key(&owner, "parity-granted", false);
+    let (outsider, _) = create_key(&owner, "parity-outsider", false);
+    let open = unique("parity-open");
+    let restricted = unique("parity-restricted");
+    let memory = create_memory(&owner, &open, json!({"text": "Parity holds."}));
+    let restricted_memory = create_memory(&owner, &restricted, json!({"text": "Guarded."}));
+    expect_status(
+        owner.put(
+            &format!("/v1/memory/collections/{restricted}/grants"),
+            &json!({"agent_key_id": granted_id, "can_read": true, "can_write": false}),
+        ),
+        200,
+    );
+
+    // (agent, collection, memory id, REST may read, REST may write)
+    let cases = [
+        (&reader, &open, memory["id"].as_str().unwrap(), true, false),
+        (
+            &granted,
+            &restricted,
+            restricted_memory["id"].as_str().unwrap(),
+            true,
+            false,
+        ),
+        (
+            &outsider,
+            &restricted,
+            restricted_memory["id"].as_str().unwrap(),
+            false,
+            false,
+        ),
+        (&granted, &open, memory["id"].as_str().unwrap(), true, true),
+    ];
+    for (agent, collection, id, may_read, may_write) in cases {
+        let base = format!("/v1/memory/collections/{collection}");
+        let rest_status = |response: Response| response.status().as_u16();
+        let mcp_allowed = |tool: &str, arguments: Value| {
+            let result = call(agent, tool, arguments);
+            result["isError"] == json!(false)
+        };
+        let read_status = rest_status(agent.get(&format!("{base}/memories/{id}")));
+        assert_eq!(
+            read_status == 200,
+            may_read,
+            "{collection}: GET {read_status}"
+        );
+        assert_eq!(
+            mcp_allowed(
+                "get_memory",
+                json!({"collection": collection, "memory_id": id})
+            ),
+            may_read,
+            "{collection}: get_memory"
+        );
+        let dry = rest_status(agent.post_raw(
+            &format!("{base}/archive-stale"),
+            br#"{"dry_run": true}"#,
+            "application/json",
+        ));
+        assert_eq!(
+            dry == 200,
+            may_read,
+            "{collection}: archive-stale dry run {dry}"
+        );
+        assert_eq!(
+            mcp_allowed(
+                "archive_stale",
+                json!({"collection": collection, "dry_run": true})
+            ),
+            may_read,
+            "{collection}: archive_stale dry run"
+        );
+        let dedup = rest_status(agent.post_raw(
+            &format!("{base}/dedup"),
+            br#"{"dry_run": true}"#,
+            "application/json",
+        ));
+        assert_eq!(
+            dedup == 200,
+            may_read,
+            "{collection}: dedup dry run {dedup}"
+        );
+        assert_eq!(
+            mcp_allowed("find_duplicates", json!({"collection": collection})),
+            may_read,
+            "{collection}: find_duplicates"
+        );
+        // Applying a sweep with a window that matches nothing: allowed means 200.
+        let applied = rest_status(agent.post_raw(
+            &format!("{base}/archive-stale"),
+            br#"{"dry_run": false, "older_than_days": 36500}"#,
+            "application/json",
+        ));
+        assert_eq!(
+            applied == 200,
+            may_write,
+            "{collection}: archive-stale apply {applied}"
+        );
+        assert_eq!(
+            mcp_allowed(
+                "archive_stale",
+                json!({"collection": collection, "dry_run": false, "older_than_days": 36500})
+            ),
+            may_write,
+            "{collection}: archive_stale apply"
+        );
+        if !may_write {
+            assert!([403, 404].contains(&applied), "{collection}: {applied}");
+        }
+    }
+}

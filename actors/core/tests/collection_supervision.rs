@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use memvault_core::memory::NewMemory;
 use memvault_core::service::NewTenant;
+use memvault_core::service::{Read, Write};
 use memvault_core::{Agent, Error, ListPage, Memvault, ServiceConfig};
 use memvault_embed::{Embedder, EmbeddingError, EmbeddingService};
 use memvault_storage::error::Result as StoreResult;
@@ -251,14 +252,16 @@ async fn failed_collection_actor_restarts_with_state_from_the_store() {
     });
     let (service, agent) = start(store.clone()).await;
     let notes = CollectionName::parse("notes").unwrap();
+    let write = service.authorize::<Write>(&agent, notes.clone()).unwrap();
+    let read = service.authorize::<Read>(&agent, notes.clone()).unwrap();
     let kept = service
-        .create_memories(&agent, &notes, vec![new_memory("kept")])
+        .create_memories(&write, vec![new_memory("kept")])
         .await
         .unwrap();
 
     store.failing.store(true, Ordering::SeqCst);
     let failed = service
-        .create_memories(&agent, &notes, vec![new_memory("lost")])
+        .create_memories(&write, vec![new_memory("lost")])
         .await;
     assert!(matches!(failed, Err(Error::Storage(_))), "{failed:?}");
     store.failing.store(false, Ordering::SeqCst);
@@ -269,7 +272,7 @@ async fn failed_collection_actor_restarts_with_state_from_the_store() {
     let recovered = loop {
         let started = Instant::now();
         match service
-            .create_memories(&agent, &notes, vec![new_memory("after")])
+            .create_memories(&write, vec![new_memory("after")])
             .await
         {
             Ok(created) => break created,
@@ -292,8 +295,7 @@ async fn failed_collection_actor_restarts_with_state_from_the_store() {
     );
     let listed = service
         .list_memories(
-            &agent.tenant_id,
-            &notes,
+            &read,
             ListPage {
                 offset: 0,
                 limit: 10,
@@ -323,12 +325,14 @@ async fn everything_is_reloaded_after_a_full_restart() {
     };
     let (service, agent) = start(open()).await;
     let notes = CollectionName::parse("notes").unwrap();
+    let write = service.authorize::<Write>(&agent, notes.clone()).unwrap();
+    let read = service.authorize::<Read>(&agent, notes.clone()).unwrap();
     let created = service
-        .create_memories(&agent, &notes, vec![new_memory("one"), new_memory("two")])
+        .create_memories(&write, vec![new_memory("one"), new_memory("two")])
         .await
         .unwrap();
     service
-        .set_pinned(&agent.tenant_id, &notes, &created[0].id, true)
+        .set_pinned(&write, &created[0].id, true)
         .await
         .unwrap();
     service.shutdown().await;
@@ -341,9 +345,7 @@ async fn everything_is_reloaded_after_a_full_restart() {
     let views = service.list_collections(&agent).unwrap();
     assert_eq!(views.len(), 1);
     assert_eq!(views[0].memory_count, 2);
-    let first = service
-        .get_memory(&agent.tenant_id, &notes, &created[0].id)
-        .unwrap();
+    let first = service.get_memory(&read, &created[0].id).unwrap();
     assert!(first.pinned);
     assert!(service.authenticate("mv_not_a_key").is_none());
     service.shutdown().await;

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Utc};
 use memvault_core::memory::{validate_metadata, validate_short_field, validate_text, NewMemory};
-use memvault_core::service::Access;
+use memvault_core::service::{CollectionAccess, Level, Read, Write};
 use memvault_core::Agent;
 use memvault_index::search::{FusionParams, SearchFilter, SearchHit, SearchMode, SearchQuery};
 use memvault_storage::{AuditEntry, CollectionName, MemoryRecord};
@@ -227,16 +227,14 @@ impl Arguments<'_> {
     }
 }
 
-/// The collection named by the arguments, once the agent may `access` it.
-fn authorized(
+/// The proof that the agent may access the collection named by the arguments at level
+/// `L` (the same rule as REST's).
+fn authorized<L: Level>(
     state: &AppState,
     agent: &Agent,
     arguments: &Arguments<'_>,
-    access: Access,
-) -> Result<CollectionName, ToolFailure> {
-    let name = arguments.collection()?;
-    state.service.authorize(agent, &name, access)?;
-    Ok(name)
+) -> Result<CollectionAccess<L>, ToolFailure> {
+    Ok(state.service.authorize(agent, arguments.collection()?)?)
 }
 
 fn memory_json(memory: &MemoryRecord, collection: &CollectionName) -> Value {
@@ -263,7 +261,7 @@ async fn search_memory(state: &AppState, agent: &Agent, arguments: &Arguments<'_
         ));
     }
     let scope = match arguments.text("collection") {
-        Some(_) => Some(authorized(state, agent, arguments, Access::Read)?),
+        Some(_) => Some(authorized::<Read>(state, agent, arguments)?),
         None => None,
     };
     let mode = match arguments.text("mode").unwrap_or("hybrid") {
@@ -292,14 +290,16 @@ async fn search_memory(state: &AppState, agent: &Agent, arguments: &Arguments<'_
 }
 
 fn get_memory(state: &AppState, agent: &Agent, arguments: &Arguments<'_>) -> ToolResult {
-    let name = authorized(state, agent, arguments, Access::Read)?;
+    let access = authorized::<Read>(state, agent, arguments)?;
+    let name = access.collection();
     let id = arguments.required_text("memory_id")?;
-    let memory = state.service.get_memory(&agent.tenant_id, &name, id)?;
+    let memory = state.service.get_memory(&access, id)?;
     Ok(memory_json(&memory, &name))
 }
 
 async fn store_memory(state: &AppState, agent: &Agent, arguments: &Arguments<'_>) -> ToolResult {
-    let name = authorized(state, agent, arguments, Access::Write)?;
+    let access = authorized::<Write>(state, agent, arguments)?;
+    let name = access.collection();
     let invalid = ToolFailure::InvalidParams;
     let text = arguments.required_text("text")?.to_owned();
     validate_text(&text).map_err(invalid)?;
@@ -319,10 +319,7 @@ async fn store_memory(state: &AppState, agent: &Agent, arguments: &Arguments<'_>
         metadata,
         container_tag,
     };
-    let created = state
-        .service
-        .create_memories(agent, &name, vec![memory])
-        .await?;
+    let created = state.service.create_memories(&access, vec![memory]).await?;
     let memory = created.first().ok_or_else(|| {
         ToolFailure::Failed(ApiError::Internal("create returned no memory".to_owned()))
     })?;
@@ -340,25 +337,20 @@ fn list_collections(state: &AppState, agent: &Agent) -> ToolResult {
 }
 
 async fn related_memory(state: &AppState, agent: &Agent, arguments: &Arguments<'_>) -> ToolResult {
-    let name = authorized(state, agent, arguments, Access::Read)?;
+    let access = authorized::<Read>(state, agent, arguments)?;
     let id = arguments.required_text("memory_id")?;
     let limit = arguments.integer("limit", RELATED_LIMIT_DEFAULT as i64) as usize;
     let outcome = state
         .service
-        .related(
-            &agent.tenant_id,
-            &name,
-            id,
-            limit,
-            RELATED_MIN_SCORE_DEFAULT as f32,
-        )
+        .related(&access, id, limit, RELATED_MIN_SCORE_DEFAULT as f32)
         .await?;
     let results: Vec<Value> = outcome.hits.iter().map(hit_json).collect();
     Ok(json!({"memory_id": id, "results": results}))
 }
 
 async fn what_changed(state: &AppState, agent: &Agent, arguments: &Arguments<'_>) -> ToolResult {
-    let name = authorized(state, agent, arguments, Access::Read)?;
+    let access = authorized::<Read>(state, agent, arguments)?;
+    let name = access.collection();
     let raw_since = arguments.required_text("since")?;
     let since = DateTime::parse_from_rfc3339(raw_since)
         .map(|since| since.with_timezone(&Utc))
@@ -368,10 +360,7 @@ async fn what_changed(state: &AppState, agent: &Agent, arguments: &Arguments<'_>
             ))
         })?;
     let limit = arguments.integer("limit", CHANGES_LIMIT_DEFAULT) as usize;
-    let changes = state
-        .service
-        .changes_since(&agent.tenant_id, &name, since, limit)
-        .await?;
+    let changes = state.service.changes_since(&access, since, limit).await?;
     let changed: Vec<Value> = changes
         .changed
         .iter()
@@ -398,11 +387,10 @@ async fn what_changed(state: &AppState, agent: &Agent, arguments: &Arguments<'_>
 }
 
 fn collection_health(state: &AppState, agent: &Agent, arguments: &Arguments<'_>) -> ToolResult {
-    let name = authorized(state, agent, arguments, Access::Read)?;
+    let access = authorized::<Read>(state, agent, arguments)?;
+    let name = access.collection();
     let stale_days = arguments.integer("stale_days", i64::from(STALE_DAYS_DEFAULT)) as u32;
-    let found = state
-        .service
-        .collection_health(&agent.tenant_id, &name, stale_days)?;
+    let found = state.service.collection_health(&access, stale_days)?;
     let exists = found.is_some();
     let health = found.unwrap_or_default();
     Ok(json!({
@@ -426,12 +414,10 @@ async fn summarize_collection(
     agent: &Agent,
     arguments: &Arguments<'_>,
 ) -> ToolResult {
-    let name = authorized(state, agent, arguments, Access::Read)?;
+    let access = authorized::<Read>(state, agent, arguments)?;
+    let name = access.collection();
     let limit = arguments.integer("limit", SUMMARY_LIMIT_DEFAULT as i64) as usize;
-    let found = state
-        .service
-        .summary(&agent.tenant_id, &name, limit)
-        .await?;
+    let found = state.service.summary(&access, limit).await?;
     Ok(match found {
         Some(summary) => {
             let summary = Arc::unwrap_or_clone(summary);
@@ -475,12 +461,12 @@ fn dedup_memory(memory: &MemoryRecord, similarity: Option<f32>) -> Value {
 }
 
 async fn find_duplicates(state: &AppState, agent: &Agent, arguments: &Arguments<'_>) -> ToolResult {
-    let name = authorized(state, agent, arguments, Access::Read)?;
-    let threshold = arguments.number("threshold", DEDUP_THRESHOLD_DEFAULT);
-    let report = state
+    let sweep = state
         .service
-        .dedup(&agent.tenant_id, &name, threshold as f32, true)
-        .await?;
+        .authorize_sweep(agent, arguments.collection()?, true)?;
+    let name = sweep.collection();
+    let threshold = arguments.number("threshold", DEDUP_THRESHOLD_DEFAULT);
+    let report = state.service.dedup(&sweep, threshold as f32).await?;
     let clusters: Vec<Value> = report
         .clusters
         .iter()
@@ -504,13 +490,12 @@ async fn find_duplicates(state: &AppState, agent: &Agent, arguments: &Arguments<
 
 async fn archive_stale(state: &AppState, agent: &Agent, arguments: &Arguments<'_>) -> ToolResult {
     let dry_run = arguments.flag("dry_run", true);
-    let access = if dry_run { Access::Read } else { Access::Write };
-    let name = authorized(state, agent, arguments, access)?;
-    let days = arguments.integer("older_than_days", i64::from(STALE_DAYS_DEFAULT)) as u32;
-    let mut ids = state
+    let sweep = state
         .service
-        .archive_stale(&agent.tenant_id, &name, days, dry_run)
-        .await?;
+        .authorize_sweep(agent, arguments.collection()?, dry_run)?;
+    let name = sweep.collection();
+    let days = arguments.integer("older_than_days", i64::from(STALE_DAYS_DEFAULT)) as u32;
+    let mut ids = state.service.archive_stale(&sweep, days).await?;
     let count = ids.len();
     ids.truncate(ARCHIVE_STALE_IDS_MAX);
     Ok(json!({

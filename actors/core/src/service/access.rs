@@ -5,9 +5,10 @@
 //! with `can_write` to change it; the tenant's owner key is never restricted (it manages
 //! the grants). The checks read the tenant actor's published snapshot: no mailbox.
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 
-use memvault_storage::{CollectionName, CollectionRecord, GrantRecord};
+use memvault_storage::{CollectionName, CollectionRecord, GrantRecord, TenantId};
 
 use super::Memvault;
 use crate::agent::Agent;
@@ -18,6 +19,91 @@ use crate::tenant::TenantMessage;
 pub enum Access {
     Read,
     Write,
+}
+
+/// Read access to a collection: get, list, search, related, health, summary,
+/// contradictions, profile, grants, and the dry runs of dedup and archive-stale.
+#[derive(Debug, Clone, Copy)]
+pub enum Read {}
+
+/// Write access: anything that changes the collection, its memories or its grants.
+#[derive(Debug, Clone, Copy)]
+pub enum Write {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Read {}
+    impl Sealed for super::Write {}
+}
+
+/// The level a [`CollectionAccess`] proves: [`Read`] or [`Write`].
+pub trait Level: sealed::Sealed + Send + Sync + 'static {
+    const ACCESS: Access;
+}
+
+impl Level for Read {
+    const ACCESS: Access = Access::Read;
+}
+
+impl Level for Write {
+    const ACCESS: Access = Access::Write;
+}
+
+/// Proof that an agent may read (`CollectionAccess<Read>`) or change
+/// (`CollectionAccess<Write>`) one collection of its tenant.
+///
+/// Only [`Memvault::authorize`] makes one (the fields are private to this module), and
+/// every service method that touches a collection takes one: a caller cannot skip the
+/// check. REST, MCP and every later channel (email-in, connectors, the dashboard) pass
+/// through the same rule.
+#[derive(Debug, Clone)]
+pub struct CollectionAccess<L: Level> {
+    agent: Agent,
+    collection: CollectionName,
+    level: PhantomData<L>,
+}
+
+impl<L: Level> CollectionAccess<L> {
+    /// The agent the access was granted to.
+    pub fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
+    pub fn tenant(&self) -> &TenantId {
+        &self.agent.tenant_id
+    }
+
+    pub fn collection(&self) -> &CollectionName {
+        &self.collection
+    }
+}
+
+/// What a dedup or archive-stale call may do: a dry run only reads, applying writes. The
+/// one rule for REST and MCP.
+#[derive(Debug, Clone)]
+pub enum Sweep {
+    DryRun(CollectionAccess<Read>),
+    Apply(CollectionAccess<Write>),
+}
+
+impl Sweep {
+    pub fn is_dry_run(&self) -> bool {
+        matches!(self, Self::DryRun(_))
+    }
+
+    pub fn tenant(&self) -> &TenantId {
+        match self {
+            Self::DryRun(access) => access.tenant(),
+            Self::Apply(access) => access.tenant(),
+        }
+    }
+
+    pub fn collection(&self) -> &CollectionName {
+        match self {
+            Self::DryRun(access) => access.collection(),
+            Self::Apply(access) => access.collection(),
+        }
+    }
 }
 
 /// Whether `agent` may `access` a collection with this record.
@@ -53,9 +139,43 @@ impl CollectionGrants {
 }
 
 impl Memvault {
-    /// Refuses (403) an agent that may not `access` the collection. A collection that does
-    /// not exist is not refused here: the operation itself answers 404, or creates it.
-    pub fn authorize(&self, agent: &Agent, name: &CollectionName, access: Access) -> Result<()> {
+    /// The proof that `agent` may access the collection at level `L`, or 403. A collection
+    /// that does not exist is not refused here: the operation itself answers 404, or
+    /// creates it.
+    pub fn authorize<L: Level>(
+        &self,
+        agent: &Agent,
+        collection: CollectionName,
+    ) -> Result<CollectionAccess<L>> {
+        self.check_access(agent, &collection, L::ACCESS)?;
+        Ok(CollectionAccess {
+            agent: agent.clone(),
+            collection,
+            level: PhantomData,
+        })
+    }
+
+    /// The proof a dedup or archive-stale call needs: read for a dry run, write to apply.
+    pub fn authorize_sweep(
+        &self,
+        agent: &Agent,
+        collection: CollectionName,
+        dry_run: bool,
+    ) -> Result<Sweep> {
+        Ok(if dry_run {
+            Sweep::DryRun(self.authorize(agent, collection)?)
+        } else {
+            Sweep::Apply(self.authorize(agent, collection)?)
+        })
+    }
+
+    /// Refuses (403) an agent that may not `access` the collection.
+    pub(crate) fn check_access(
+        &self,
+        agent: &Agent,
+        name: &CollectionName,
+        access: Access,
+    ) -> Result<()> {
         if access == Access::Write && agent.read_only {
             return Err(Error::Forbidden(
                 "this API key is read-only; writes need a read-write key".to_owned(),
@@ -84,8 +204,10 @@ impl Memvault {
         allows(record, agent, Access::Read)
     }
 
-    pub fn grants(&self, agent: &Agent, name: &CollectionName) -> Result<CollectionGrants> {
-        let entry = self.collection_entry(&agent.tenant_id, name)?;
+    /// The grants, for a proof of either level (changing a grant reads them first).
+    pub fn grants<L: Level>(&self, access: &CollectionAccess<L>) -> Result<CollectionGrants> {
+        let name = access.collection();
+        let entry = self.collection_entry(access.tenant(), name)?;
         Ok(CollectionGrants {
             collection: name.clone(),
             grants: entry.record.grants.clone(),
@@ -95,12 +217,12 @@ impl Memvault {
     /// Creates or replaces one agent's grant; the first grant restricts the collection.
     pub async fn put_grant(
         &self,
-        agent: &Agent,
-        name: &CollectionName,
+        access: &CollectionAccess<Write>,
         agent_key_id: String,
         can_read: bool,
         can_write: bool,
     ) -> Result<CollectionGrants> {
+        let (agent, name) = (access.agent(), access.collection());
         let grant = GrantRecord {
             agent_key_id,
             can_read,
@@ -121,10 +243,10 @@ impl Memvault {
     /// Removes one agent's grant; removing the last one reopens the collection.
     pub async fn delete_grant(
         &self,
-        agent: &Agent,
-        name: &CollectionName,
+        access: &CollectionAccess<Write>,
         agent_key_id: &str,
     ) -> Result<CollectionGrants> {
+        let (agent, name) = (access.agent(), access.collection());
         let (name, agent_key_id) = (name.clone(), agent_key_id.to_owned());
         let entry = self
             .call_tenant(&agent.tenant_id, |reply| TenantMessage::DeleteGrant {

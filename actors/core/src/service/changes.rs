@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use memvault_storage::{CollectionName, MemoryRecord, TenantId};
+use memvault_storage::MemoryRecord;
 
+use super::access::{CollectionAccess, Read};
 use super::Memvault;
 use crate::error::{Error, Result};
 use crate::service::Contradiction;
@@ -26,11 +27,11 @@ impl Memvault {
     /// At most `limit` changed memories and `limit` supersessions since `since`.
     pub async fn changes_since(
         &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
+        access: &CollectionAccess<Read>,
         since: DateTime<Utc>,
         limit: usize,
     ) -> Result<CollectionChanges> {
+        let (tenant, collection) = (access.tenant(), access.collection());
         let snapshot = self.collection_entry(tenant, collection)?.handle.snapshot();
         tokio::task::spawn_blocking(move || {
             let mut changed: Vec<Arc<MemoryRecord>> = snapshot

@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
-use memvault_storage::{CollectionName, CollectionRecord, TenantId};
+use memvault_storage::CollectionRecord;
 use serde_json::{Map, Value};
 
+use super::access::{CollectionAccess, Read, Write};
 use super::Memvault;
 use crate::agent::Agent;
 use crate::error::Result;
@@ -38,21 +39,18 @@ impl Memvault {
             .collect())
     }
 
-    pub fn get_collection(
-        &self,
-        tenant: &TenantId,
-        name: &CollectionName,
-    ) -> Result<CollectionView> {
-        Ok(CollectionView::from(&self.collection_entry(tenant, name)?))
+    pub fn get_collection(&self, access: &CollectionAccess<Read>) -> Result<CollectionView> {
+        let entry = self.collection_entry(access.tenant(), access.collection())?;
+        Ok(CollectionView::from(&entry))
     }
 
     pub async fn create_collection(
         &self,
-        tenant: &TenantId,
-        name: CollectionName,
+        access: &CollectionAccess<Write>,
         description: Option<String>,
         metadata: Map<String, Value>,
     ) -> Result<CollectionView> {
+        let (tenant, name) = (access.tenant(), access.collection().clone());
         let entry = self
             .call_tenant(tenant, |reply| TenantMessage::CreateCollection {
                 name,
@@ -67,11 +65,11 @@ impl Memvault {
     /// Changes the given fields; `None` leaves a field as it is.
     pub async fn update_collection(
         &self,
-        tenant: &TenantId,
-        name: CollectionName,
+        access: &CollectionAccess<Write>,
         description: Option<String>,
         metadata: Option<Map<String, Value>>,
     ) -> Result<CollectionView> {
+        let (tenant, name) = (access.tenant(), access.collection().clone());
         let entry = self
             .call_tenant(tenant, |reply| TenantMessage::UpdateCollection {
                 name,
@@ -84,7 +82,8 @@ impl Memvault {
     }
 
     /// Deletes the collection with all its memories.
-    pub async fn delete_collection(&self, tenant: &TenantId, name: CollectionName) -> Result<()> {
+    pub async fn delete_collection(&self, access: &CollectionAccess<Write>) -> Result<()> {
+        let (tenant, name) = (access.tenant(), access.collection().clone());
         self.call_tenant(tenant, |reply| TenantMessage::DeleteCollection {
             name,
             reply,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use memvault_storage::{CollectionName, MemoryRecord, TenantId};
 
+use super::access::{CollectionAccess, Read, Sweep};
 use super::Memvault;
 use crate::collection::{stale_cutoff, CollectionHealth, CollectionMessage, CollectionSnapshot};
 use crate::error::{Error, Result};
@@ -31,14 +32,9 @@ const ARCHIVE_BATCH: usize = 1_000;
 const SUMMARY_RECENCY_HALF_LIFE_DAYS: f64 = 30.0;
 
 impl Memvault {
-    pub async fn dedup(
-        &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
-        threshold: f32,
-        dry_run: bool,
-    ) -> Result<DedupReport> {
-        let entry = self.collection_entry(tenant, collection)?;
+    pub async fn dedup(&self, sweep: &Sweep, threshold: f32) -> Result<DedupReport> {
+        let dry_run = sweep.is_dry_run();
+        let entry = self.collection_entry(sweep.tenant(), sweep.collection())?;
         self.call_collection(&entry.handle, |reply| CollectionMessage::Dedup {
             threshold,
             window: DEDUP_WINDOW,
@@ -51,14 +47,9 @@ impl Memvault {
     /// The ids archived (or, on a dry run, that would be), oldest first. Archiving goes
     /// in batches of [`ARCHIVE_BATCH`], one actor call each, so other writes interleave and
     /// no call nears the timeout however many memories are stale.
-    pub async fn archive_stale(
-        &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
-        older_than_days: u32,
-        dry_run: bool,
-    ) -> Result<Vec<String>> {
-        let entry = self.collection_entry(tenant, collection)?;
+    pub async fn archive_stale(&self, sweep: &Sweep, older_than_days: u32) -> Result<Vec<String>> {
+        let dry_run = sweep.is_dry_run();
+        let entry = self.collection_entry(sweep.tenant(), sweep.collection())?;
         let cutoff = stale_cutoff(self.now(), older_than_days);
         let max = if dry_run { usize::MAX } else { ARCHIVE_BATCH };
         let mut archived = Vec::new();
@@ -82,10 +73,10 @@ impl Memvault {
     /// `None` when the collection does not exist.
     pub fn collection_health(
         &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
+        access: &CollectionAccess<Read>,
         stale_days: u32,
     ) -> Result<Option<CollectionHealth>> {
+        let (tenant, collection) = (access.tenant(), access.collection());
         match self.collection_entry(tenant, collection) {
             Ok(entry) => Ok(Some(entry.handle.snapshot().health(self.now(), stale_days))),
             Err(Error::NotFound(_)) => Ok(None),
@@ -119,10 +110,10 @@ impl Memvault {
     /// otherwise.
     pub async fn summary(
         &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
+        access: &CollectionAccess<Read>,
         limit: usize,
     ) -> Result<Option<Arc<CollectionSummary>>> {
+        let (tenant, collection) = (access.tenant(), access.collection());
         let handle = match self.collection_entry(tenant, collection) {
             Ok(entry) => entry.handle,
             Err(Error::NotFound(_)) => return Ok(None),

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use memvault_storage::{CollectionName, CreatedBy, MemoryRecord, StoredMemory, TenantId};
 
+use super::access::{CollectionAccess, Read, Write};
 use super::Memvault;
-use crate::agent::Agent;
 use crate::collection::CollectionMessage;
 use crate::error::{Error, Result};
 use crate::memory::{MemoryChange, MemoryPatch, NewMemory};
@@ -23,10 +23,10 @@ impl Memvault {
     /// atomic store write). The collection is created when missing.
     pub async fn create_memories(
         &self,
-        agent: &Agent,
-        collection: &CollectionName,
+        access: &CollectionAccess<Write>,
         memories: Vec<NewMemory>,
     ) -> Result<Vec<Arc<MemoryRecord>>> {
+        let (agent, collection) = (access.agent(), access.collection());
         let texts = memories.iter().map(|memory| memory.text.clone()).collect();
         let embeddings = self.embed_texts(texts).await?;
         let handle = self.ensure_collection(&agent.tenant_id, collection).await?;
@@ -63,6 +63,14 @@ impl Memvault {
 
     pub fn get_memory(
         &self,
+        access: &CollectionAccess<Read>,
+        id: &str,
+    ) -> Result<Arc<MemoryRecord>> {
+        self.memory(access.tenant(), access.collection(), id)
+    }
+
+    fn memory(
+        &self,
         tenant: &TenantId,
         collection: &CollectionName,
         id: &str,
@@ -80,10 +88,10 @@ impl Memvault {
     /// One page, pinned first, then newest first.
     pub fn list_memories(
         &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
+        access: &CollectionAccess<Read>,
         page: ListPage,
     ) -> Result<Vec<Arc<MemoryRecord>>> {
+        let (tenant, collection) = (access.tenant(), access.collection());
         let entry = self.collection_entry(tenant, collection)?;
         Ok(entry
             .handle
@@ -94,12 +102,12 @@ impl Memvault {
     /// Changes only the given fields; a text change is re-embedded first.
     pub async fn patch_memory(
         &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
+        access: &CollectionAccess<Write>,
         id: &str,
         patch: MemoryPatch,
     ) -> Result<Arc<MemoryRecord>> {
-        let current = self.get_memory(tenant, collection, id)?;
+        let (tenant, collection) = (access.tenant(), access.collection());
+        let current = self.memory(tenant, collection, id)?;
         let text = match patch.text {
             Some(text) if text != current.text => {
                 let embedding = self.embed_text(text.clone()).await?;
@@ -119,11 +127,11 @@ impl Memvault {
 
     pub async fn set_pinned(
         &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
+        access: &CollectionAccess<Write>,
         id: &str,
         pinned: bool,
     ) -> Result<Arc<MemoryRecord>> {
+        let (tenant, collection) = (access.tenant(), access.collection());
         let change = MemoryChange {
             pinned: Some(pinned),
             ..MemoryChange::default()
@@ -133,11 +141,11 @@ impl Memvault {
 
     pub async fn set_archived(
         &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
+        access: &CollectionAccess<Write>,
         id: &str,
         archived: bool,
     ) -> Result<Arc<MemoryRecord>> {
+        let (tenant, collection) = (access.tenant(), access.collection());
         let change = MemoryChange {
             archived: Some(archived),
             ..MemoryChange::default()
@@ -164,12 +172,8 @@ impl Memvault {
         .await
     }
 
-    pub async fn delete_memory(
-        &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
-        id: &str,
-    ) -> Result<()> {
+    pub async fn delete_memory(&self, access: &CollectionAccess<Write>, id: &str) -> Result<()> {
+        let (tenant, collection) = (access.tenant(), access.collection());
         let entry = self.collection_entry(tenant, collection)?;
         let id = id.to_owned();
         self.call_collection(&entry.handle, |reply| CollectionMessage::Delete {
@@ -183,12 +187,12 @@ impl Memvault {
     /// its id. The store moves it in one atomic write; then the source forgets it.
     pub async fn move_memory(
         &self,
-        tenant: &TenantId,
-        from: &CollectionName,
+        from: &CollectionAccess<Write>,
         id: &str,
-        to: &CollectionName,
+        to: &CollectionAccess<Write>,
     ) -> Result<Arc<MemoryRecord>> {
-        let current = self.get_memory(tenant, from, id)?;
+        let (tenant, from, to) = (from.tenant(), from.collection(), to.collection());
+        let current = self.memory(tenant, from, id)?;
         if from == to {
             return Ok(current);
         }

@@ -26,7 +26,7 @@ use dashmap::DashMap;
 use memvault_storage::{CollectionName, Store, TenantId};
 use ractor::{Actor, ActorRef};
 
-pub use access::{Access, CollectionGrants};
+pub use access::{Access, CollectionAccess, CollectionGrants, Level, Read, Sweep, Write};
 pub use changes::CollectionChanges;
 pub use collections::CollectionView;
 pub use intelligence::{IntelligenceConfig, ModelPrice, Purpose};

@@ -18,7 +18,7 @@
 use memvault_storage::CollectionName;
 use serde_json::{Map, Value};
 
-use super::access::Access;
+use super::access::{Read, Write};
 use super::intelligence::{LlmChoice, Purpose};
 use super::Memvault;
 use crate::agent::Agent;
@@ -172,14 +172,17 @@ impl Memvault {
             rerank: false,
             fusion: FusionParams::default(),
         };
-        let scope = request.collection.as_ref();
-        if let Some(name) = scope {
-            self.authorize(agent, name, Access::Read)?;
-            if self.collection_entry(&agent.tenant_id, name).is_err() {
-                return Ok(Vec::new());
+        let scope = match &request.collection {
+            Some(name) => {
+                let access = self.authorize::<Read>(agent, name.clone())?;
+                if self.collection_entry(&agent.tenant_id, name).is_err() {
+                    return Ok(Vec::new());
+                }
+                Some(access)
             }
-        }
-        let outcome = self.search(agent, scope, query).await?;
+            None => None,
+        };
+        let outcome = self.search(agent, scope.as_ref(), query).await?;
         Ok(outcome
             .hits
             .iter()
@@ -204,7 +207,8 @@ impl Memvault {
             None => CollectionName::parse(PROXY_DEFAULT_COLLECTION)
                 .map_err(|error| format!("the default collection is invalid: {error}"))?,
         };
-        self.authorize(agent, &name, Access::Write)
+        let access = self
+            .authorize::<Write>(agent, name)
             .map_err(|error| error.to_string())?;
         let length = text.chars().count();
         if length > REMEMBER_CONTENT_MAX_CHARS {
@@ -217,7 +221,7 @@ impl Memvault {
             content: text,
             importance: None,
         };
-        match self.submit_remember(agent, &name, input).await {
+        match self.submit_remember(&access, input).await {
             Ok(job) => Ok(job.id),
             Err(error) => {
                 tracing::warn!(%error, "chat proxy: the user message was not queued");

@@ -6,6 +6,7 @@ use memvault_storage::{
     CollectionName, CreatedBy, ExtractJobRecord, JobState, MemoryRecord, RememberedFact, TenantId,
 };
 
+use super::access::{CollectionAccess, Read, Write};
 use super::intelligence::{LlmChoice, Purpose};
 use super::Memvault;
 use crate::agent::Agent;
@@ -107,10 +108,10 @@ impl Memvault {
     /// Extracts and stores facts now, in the request.
     pub async fn remember(
         &self,
-        agent: &Agent,
-        collection: &CollectionName,
+        access: &CollectionAccess<Write>,
         input: RememberInput,
     ) -> Result<RememberOutcome> {
+        let (agent, collection) = (access.agent(), access.collection());
         self.remember_as(&agent.tenant_id, created_by(agent), collection, input)
             .await
     }
@@ -118,10 +119,10 @@ impl Memvault {
     /// Persists a job and queues it; the job survives a crash and runs after a restart.
     pub async fn submit_remember(
         &self,
-        agent: &Agent,
-        collection: &CollectionName,
+        access: &CollectionAccess<Write>,
         input: RememberInput,
     ) -> Result<ExtractJobRecord> {
+        let (agent, collection) = (access.agent(), access.collection());
         // Fail now, not in the job, when the tenant's collection cannot exist.
         self.tenant_handle(&agent.tenant_id)?;
         let now = self.now();
@@ -146,10 +147,19 @@ impl Memvault {
         Ok(job)
     }
 
-    pub async fn extract_job(&self, tenant: &TenantId, id: &str) -> Result<ExtractJobRecord> {
-        let (store, tenant, key) = (self.inner.store.clone(), tenant.clone(), id.to_owned());
-        let job = blocking(move || store.job(&tenant, &key)).await?;
-        job.ok_or_else(|| Error::NotFound(format!("extract job '{id}' not found")))
+    /// A job, for an agent that may read its collection (a job shows the facts it
+    /// stored).
+    pub async fn extract_job(&self, agent: &Agent, id: &str) -> Result<ExtractJobRecord> {
+        let (store, tenant, key) = (
+            self.inner.store.clone(),
+            agent.tenant_id.clone(),
+            id.to_owned(),
+        );
+        let job = blocking(move || store.job(&tenant, &key))
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("extract job '{id}' not found")))?;
+        self.authorize::<Read>(agent, job.collection.clone())?;
+        Ok(job)
     }
 
     pub(crate) async fn put_job(&self, job: ExtractJobRecord) -> Result<()> {
@@ -266,10 +276,10 @@ impl Memvault {
     /// Pairs of a fact and the one it superseded, newest supersession first.
     pub fn contradictions(
         &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
+        access: &CollectionAccess<Read>,
         limit: usize,
     ) -> Result<Vec<Contradiction>> {
+        let (tenant, collection) = (access.tenant(), access.collection());
         let snapshot = self.collection_entry(tenant, collection)?.handle.snapshot();
         Ok(snapshot
             .superseded
@@ -282,7 +292,8 @@ impl Memvault {
 
     /// What the collection knows about its user: current, unexpired, unarchived facts and
     /// preferences, summarised by the LLM when there is one, else grouped by type.
-    pub async fn profile(&self, tenant: &TenantId, collection: &CollectionName) -> Result<Profile> {
+    pub async fn profile(&self, access: &CollectionAccess<Read>) -> Result<Profile> {
+        let (tenant, collection) = (access.tenant(), access.collection());
         let snapshot = self.collection_entry(tenant, collection)?.handle.snapshot();
         let now = self.now();
         let mut facts: Vec<Arc<MemoryRecord>> = snapshot

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use memvault_storage::{CollectionName, MemoryRecord, TenantId};
 
-use super::access::Access;
+use super::access::{CollectionAccess, Read, Write};
 use super::intelligence::{LlmChoice, Purpose};
 use super::Memvault;
 use crate::agent::Agent;
@@ -40,9 +40,10 @@ impl Memvault {
     pub async fn search(
         &self,
         agent: &Agent,
-        scope: Option<&CollectionName>,
+        scope: Option<&CollectionAccess<Read>>,
         query: SearchQuery,
     ) -> Result<SearchOutcome> {
+        let scope = scope.map(CollectionAccess::collection);
         let started = Instant::now();
         let tenant = &agent.tenant_id;
         let targets = self.search_targets(agent, scope)?;
@@ -207,12 +208,12 @@ impl Memvault {
     /// not superseded or expired.
     pub async fn related(
         &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
+        access: &CollectionAccess<Read>,
         id: &str,
         limit: usize,
         min_score: f32,
     ) -> Result<SearchOutcome> {
+        let (tenant, collection) = (access.tenant(), access.collection());
         let started = Instant::now();
         let target = self.search_target(tenant, collection)?;
         let anchor = target.snapshot.memories.get(id).cloned().ok_or_else(|| {
@@ -267,12 +268,12 @@ impl Memvault {
     /// gone). Returns what was deleted, best match first.
     pub async fn forget(
         &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
+        access: &CollectionAccess<Write>,
         query: &str,
         min_score: f32,
         limit: usize,
     ) -> Result<Vec<SearchHit>> {
+        let (tenant, collection) = (access.tenant(), access.collection());
         let target = self.search_target(tenant, collection)?;
         let vector = self.query_embedding(query).await?;
         let snapshot = target.snapshot.clone();
@@ -298,7 +299,7 @@ impl Memvault {
             let Some(memory) = target.snapshot.by_key(key).cloned() else {
                 continue;
             };
-            match self.delete_memory(tenant, collection, &memory.id).await {
+            match self.delete_memory(access, &memory.id).await {
                 Ok(()) => deleted.push(SearchHit {
                     memory,
                     score: similarity,
@@ -356,10 +357,7 @@ impl Memvault {
     fn search_targets(&self, agent: &Agent, scope: Option<&CollectionName>) -> Result<Vec<Target>> {
         let tenant = &agent.tenant_id;
         match scope {
-            Some(name) => {
-                self.authorize(agent, name, Access::Read)?;
-                Ok(vec![self.search_target(tenant, name)?])
-            }
+            Some(name) => Ok(vec![self.search_target(tenant, name)?]),
             None => {
                 let snapshot = self.tenant_handle(tenant)?.snapshot();
                 snapshot
