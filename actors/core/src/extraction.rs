@@ -21,7 +21,7 @@ use memvault_types::limits::EXTRACT_JOB_MAX_ATTEMPTS;
 
 use crate::call::blocking;
 use crate::error::Result;
-use crate::service::{RememberInput, RememberOutcome};
+use crate::memory::{RememberInput, RememberOutcome};
 
 /// Retries of a job whose worker died, and restarts of that worker.
 const BACKOFF: Backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10));

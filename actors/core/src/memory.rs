@@ -1,6 +1,8 @@
-//! Memories as the actors see them: what a create or a patch carries, and the rules a
-//! valid one follows (SPEC.md "Resources/Memory" and "Limits").
+//! Memories as the actors see them: what a create, a patch or a remember carries and
+//! what a remember produced, and the rules a valid one follows (SPEC.md
+//! "Resources/Memory" and "Limits").
 
+use memvault_storage::RememberedFact;
 use serde_json::{Map, Value};
 
 use memvault_types::limits::{
@@ -102,6 +104,52 @@ pub fn validate_metadata(metadata: &Map<String, Value>) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// What one remember carries, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RememberInput {
+    pub content: String,
+    pub importance: Option<f64>,
+}
+
+/// Which extractor read the content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extractor {
+    /// The built-in rule-based extractor (no LLM configured).
+    Rules,
+    /// An LLM (the platform's or the tenant's own).
+    Llm,
+    /// None: the content was stored as one raw memory (spend cap reached).
+    Skipped,
+}
+
+impl Extractor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Rules => "rules",
+            Self::Llm => "llm",
+            Self::Skipped => "skipped",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RememberOutcome {
+    pub facts: Vec<RememberedFact>,
+    pub extractor: Extractor,
+    /// Why extraction was skipped, when it was.
+    pub detail: Option<String>,
+}
+
+impl RememberOutcome {
+    /// Memories newly stored (new or updated), not duplicates.
+    pub fn created(&self) -> usize {
+        self.facts
+            .iter()
+            .filter(|fact| fact.relation != "duplicate")
+            .count()
+    }
 }
 
 #[cfg(test)]

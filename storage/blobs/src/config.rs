@@ -4,12 +4,6 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
-
-use crate::blob_store::BlobStore;
-use crate::error::Result;
-use crate::local::LocalBlobStore;
-use crate::presign::UrlSigner;
 
 /// `[blobs] backend = "local"` or `"s3"`, with the backend's own keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,28 +40,4 @@ impl fmt::Debug for S3Config {
             .field("force_path_style", &self.force_path_style)
             .finish()
     }
-}
-
-/// Opens the configured backend. `signer` mints the URLs of the backends that have no
-/// signing of their own (local).
-pub fn open_blob_store(
-    config: &BlobBackendConfig,
-    signer: UrlSigner,
-) -> Result<Arc<dyn BlobStore>> {
-    match config {
-        BlobBackendConfig::Local { root } => Ok(Arc::new(LocalBlobStore::open(root, signer)?)),
-        BlobBackendConfig::S3(s3) => open_s3(s3),
-    }
-}
-
-#[cfg(feature = "s3")]
-fn open_s3(config: &S3Config) -> Result<Arc<dyn BlobStore>> {
-    Ok(Arc::new(crate::s3::S3BlobStore::open(config)?))
-}
-
-#[cfg(not(feature = "s3"))]
-fn open_s3(_config: &S3Config) -> Result<Arc<dyn BlobStore>> {
-    Err(crate::error::BlobError::Backend(
-        "blobs backend \"s3\" is not in this build (build with the `s3` feature)".to_owned(),
-    ))
 }

@@ -11,7 +11,7 @@
 //! - [`local`]: the default backend, files under `{data_dir}/blobs`.
 //! - [`memory`]: an in-memory backend for tests.
 //! - `s3` (feature `s3`): an S3-compatible bucket, with S3's own SigV4 presigned URLs.
-//! - [`config`]: which backend to open ([`open_blob_store`]).
+//! - [`config`]: which backend to open; [`open_blob_store`] (here) opens it.
 //! - `blob_suite` (feature `testing`): one conformance suite, one `#[test]` per check for
 //!   each backend through [`blob_suite!`].
 //!
@@ -45,7 +45,7 @@ pub mod blob_suite;
 pub use blob_store::{
     BlobEntry, BlobMeta, BlobStore, PutReceipt, DEFAULT_CONTENT_TYPE, MAX_PRESIGN_EXPIRY,
 };
-pub use config::{open_blob_store, BlobBackendConfig, S3Config};
+pub use config::{BlobBackendConfig, S3Config};
 pub use error::BlobError;
 pub use key::{BlobKey, BlobPrefix};
 pub use local::LocalBlobStore;
@@ -53,3 +53,29 @@ pub use memory::InMemoryBlobStore;
 pub use presign::{PresignMethod, UrlSigner};
 #[cfg(feature = "s3")]
 pub use s3::S3BlobStore;
+
+/// Opens the configured backend. `signer` mints the URLs of the backends that have no
+/// signing of their own (local).
+pub fn open_blob_store(
+    config: &BlobBackendConfig,
+    signer: UrlSigner,
+) -> error::Result<std::sync::Arc<dyn BlobStore>> {
+    match config {
+        BlobBackendConfig::Local { root } => {
+            Ok(std::sync::Arc::new(LocalBlobStore::open(root, signer)?))
+        }
+        BlobBackendConfig::S3(s3) => open_s3(s3),
+    }
+}
+
+#[cfg(feature = "s3")]
+fn open_s3(config: &S3Config) -> error::Result<std::sync::Arc<dyn BlobStore>> {
+    Ok(std::sync::Arc::new(s3::S3BlobStore::open(config)?))
+}
+
+#[cfg(not(feature = "s3"))]
+fn open_s3(_config: &S3Config) -> error::Result<std::sync::Arc<dyn BlobStore>> {
+    Err(BlobError::Backend(
+        "blobs backend \"s3\" is not in this build (build with the `s3` feature)".to_owned(),
+    ))
+}

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use memvault_storage::{
-    CollectionName, CreatedBy, ExtractJobRecord, JobState, MemoryRecord, RememberedFact, TenantId,
+    CollectionName, CreatedBy, ExtractJobRecord, JobState, MemoryRecord, TenantId,
 };
 
 use super::access::{CollectionAccess, Read, Write};
@@ -13,56 +13,11 @@ use crate::agent::Agent;
 use crate::call::blocking;
 use crate::collection::{CollectionMessage, CollectionSnapshot, IncomingFact};
 use crate::error::{Error, Result};
+pub use crate::memory::{Extractor, RememberInput, RememberOutcome};
 use crate::metrics::{Counter, Stage};
 use memvault_extract::ExtractedFact;
 use memvault_index::search::filter::is_current;
 use memvault_types::limits::{DEFAULT_IMPORTANCE, PROFILE_MAX_FACTS};
-
-/// What one remember carries, validated.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RememberInput {
-    pub content: String,
-    pub importance: Option<f64>,
-}
-
-/// Which extractor read the content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Extractor {
-    /// The built-in rule-based extractor (no LLM configured).
-    Rules,
-    /// An LLM (the platform's or the tenant's own).
-    Llm,
-    /// None: the content was stored as one raw memory (spend cap reached).
-    Skipped,
-}
-
-impl Extractor {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Rules => "rules",
-            Self::Llm => "llm",
-            Self::Skipped => "skipped",
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct RememberOutcome {
-    pub facts: Vec<RememberedFact>,
-    pub extractor: Extractor,
-    /// Why extraction was skipped, when it was.
-    pub detail: Option<String>,
-}
-
-impl RememberOutcome {
-    /// Memories newly stored (new or updated), not duplicates.
-    pub fn created(&self) -> usize {
-        self.facts
-            .iter()
-            .filter(|fact| fact.relation != "duplicate")
-            .count()
-    }
-}
 
 /// One pair of the contradictions list: a fact and the older one it superseded.
 #[derive(Debug, Clone)]
