@@ -6,21 +6,23 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::Agent;
 use memvault_storage::{AuditEntry, TenantId};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::auth::Admin;
 use super::extract::ApiQuery;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/v1/memory/admin/audit", get(audit))
+/// Nested at `/v1/memory/admin`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(audit))
 }
 
 const C: &str = "/v1/memory/collections/{collection}";
@@ -181,7 +183,7 @@ fn bounded(value: Option<i64>, default: i64, max: i64, name: &str) -> ApiResult<
 
 /// A tenant's audit log, newest first: every write and every key, grant and config
 /// change, with who made it and how it ended.
-#[utoipa::path(get, path = "/v1/memory/admin/audit", tag = "operator", params(AuditQuery),
+#[utoipa::path(get, path = "/audit", tag = "operator", params(AuditQuery),
     responses((status = 200, body = AuditResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody, description = "no such tenant"),
         (status = 422, body = ErrorBody)),
