@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Admin, Authenticated};
 use super::extract::ApiJson;
 use super::AppState;
@@ -20,7 +21,7 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 /// Nested at `/v1/memory/admin`.
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(create_tenant))
+        .routes(routes!(create_tenant).audit(Audit::Change("tenant.create")))
         .routes(routes!(me))
         .routes(routes!(stats))
 }

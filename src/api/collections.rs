@@ -15,6 +15,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Writer};
 use super::extract::{ApiJson, ApiPath};
 use super::AppState;
@@ -24,10 +25,10 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list))
-        .routes(routes!(create))
+        .routes(routes!(create).audit(Audit::Change("collection.create")))
         .routes(routes!(fetch))
-        .routes(routes!(update))
-        .routes(routes!(remove))
+        .routes(routes!(update).audit(Audit::Change("collection.update")))
+        .routes(routes!(remove).audit(Audit::Change("collection.delete")))
 }
 
 /// A collection name from a path that must exist: a name that cannot exist is simply not

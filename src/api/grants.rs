@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Owner};
 use super::collections::{readable, writable};
 use super::extract::{ApiJson, ApiPath};
@@ -22,9 +23,9 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 /// Nested at `/v1/memory/collections/{collection}/grants`.
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(upsert))
+        .routes(routes!(upsert).audit(Audit::Change("grant.put")))
         .routes(routes!(list))
-        .routes(routes!(remove))
+        .routes(routes!(remove).audit(Audit::Change("grant.delete")))
 }
 
 /// Longest agent key id accepted (ours are `key_` + 20 hex characters).

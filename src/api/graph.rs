@@ -15,6 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Writer};
 use super::collections::{readable, writable_or_new};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
@@ -26,7 +27,7 @@ use memvault_core::service::Access;
 /// Nested at `/v1/memory/collections/{collection}`.
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(remember))
+        .routes(routes!(remember).audit(Audit::Change("memory.remember")))
         .routes(routes!(contradictions))
         .routes(routes!(profile))
 }

@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Owner};
 use super::extract::{ApiJson, ApiPath};
 use super::AppState;
@@ -23,14 +24,14 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list))
-        .routes(routes!(create))
-        .routes(routes!(revoke))
+        .routes(routes!(create).audit(Audit::Change("key.create")))
+        .routes(routes!(revoke).audit(Audit::Change("key.revoke")))
         .routes(routes!(agents))
 }
 
 /// Nested at `/v1/memory/admin`.
 pub fn admin_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(rotate))
+    OpenApiRouter::new().routes(routes!(rotate).audit(Audit::Change("key.rotate")))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -19,6 +19,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Admin, Authenticated, Writer};
 use super::collections::writable;
 use super::extract::{optional_integer, ApiPath, ApiQuery, OptionalJson};
@@ -29,8 +30,8 @@ use memvault_core::service::Access;
 /// Nested at `/v1/memory/collections/{collection}`.
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(dedup))
-        .routes(routes!(archive_stale))
+        .routes(routes!(dedup).audit(Audit::Change("collection.dedup")))
+        .routes(routes!(archive_stale).audit(Audit::Change("collection.archive_stale")))
         .routes(routes!(health))
         .routes(routes!(summary))
 }

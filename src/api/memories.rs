@@ -22,6 +22,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Writer};
 use super::collections::{readable, writable, writable_or_new};
 use super::extract::{parse_json_object, ApiJson, ApiJsonArray, ApiPath, ApiQuery};
@@ -32,14 +33,14 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list))
-        .routes(routes!(create))
-        .routes(routes!(bulk))
+        .routes(routes!(create).audit(Audit::Change("memory.create")))
+        .routes(routes!(bulk).audit(Audit::Change("memory.bulk_create")))
         .routes(routes!(fetch))
-        .routes(routes!(patch))
-        .routes(routes!(remove))
-        .routes(routes!(move_to))
-        .routes(routes!(pin))
-        .routes(routes!(archive))
+        .routes(routes!(patch).audit(Audit::Change("memory.update")))
+        .routes(routes!(remove).audit(Audit::Change("memory.delete")))
+        .routes(routes!(move_to).audit(Audit::Change("memory.move")))
+        .routes(routes!(pin).audit(Audit::Change("memory.pin")))
+        .routes(routes!(archive).audit(Audit::Change("memory.archive")))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -10,7 +10,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
-use super::AppState;
+use super::{audit, AppState};
 use crate::error::ErrorBody;
 
 #[derive(OpenApi)]
@@ -220,7 +220,8 @@ impl Modify for CollectionNames {
 }
 
 /// The served document: the description above, the paths the routes declared (see
-/// `api::documented_routes`), then what the modifiers add to every operation.
+/// `api::documented_routes`), then what the modifiers add to every operation; the routes'
+/// audit declarations are removed.
 pub fn document(paths: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     let mut document = ApiDoc::openapi();
     document.merge(paths);
@@ -228,6 +229,7 @@ pub fn document(paths: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     for modifier in modifiers {
         modifier.modify(&mut document);
     }
+    audit::strip_declarations(&mut document);
     document
 }
 

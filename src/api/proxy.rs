@@ -17,6 +17,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::Authenticated;
 use super::collections::readable;
 use super::extract::ApiJson;
@@ -25,7 +26,7 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 
 /// Nested at `/v1/proxy`.
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(chat_completions))
+    OpenApiRouter::new().routes(routes!(chat_completions).audit(Audit::Change("proxy.chat")))
 }
 
 /// Standard chat-completions fields forwarded upstream unchanged (besides `model`,

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::AppState;
 
 /// The beacon reads at most this much of a body; the rest is ignored.
@@ -21,8 +22,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(health))
         .routes(routes!(status))
-        .routes(routes!(pulse))
-        .routes(routes!(track))
+        .routes(routes!(pulse).audit(Audit::NoTenantChange))
+        .routes(routes!(track).audit(Audit::NoTenantChange))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

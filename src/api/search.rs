@@ -18,6 +18,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Writer};
 use super::collections::{readable, writable};
 use super::extract::{optional_integer, ApiJson, ApiPath, ApiQuery};
@@ -27,14 +28,14 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 /// Nested at `/v1/memory/collections/{collection}`.
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(search_collection))
+        .routes(routes!(search_collection).audit(Audit::NoTenantChange))
         .routes(routes!(related))
-        .routes(routes!(forget))
+        .routes(routes!(forget).audit(Audit::Change("memory.forget")))
 }
 
 /// Nested at `/v1/memory`.
 pub fn tenant_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(search_tenant))
+    OpenApiRouter::new().routes(routes!(search_tenant).audit(Audit::NoTenantChange))
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, ToSchema)]

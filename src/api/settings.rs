@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Owner};
 use super::extract::ApiJson;
 use super::AppState;
@@ -21,10 +22,10 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(get_extraction))
-        .routes(routes!(put_extraction))
-        .routes(routes!(delete_extraction))
+        .routes(routes!(put_extraction).audit(Audit::Change("extraction_llm.set")))
+        .routes(routes!(delete_extraction).audit(Audit::Change("extraction_llm.delete")))
         .routes(routes!(get_spend_cap))
-        .routes(routes!(put_spend_cap))
+        .routes(routes!(put_spend_cap).audit(Audit::Change("spend_cap.set")))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

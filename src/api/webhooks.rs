@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Owner};
 use super::extract::ApiJson;
 use super::AppState;
@@ -20,8 +21,8 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(fetch))
-        .routes(routes!(put))
-        .routes(routes!(remove))
+        .routes(routes!(put).audit(Audit::Change("webhook.set")))
+        .routes(routes!(remove).audit(Audit::Change("webhook.delete")))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

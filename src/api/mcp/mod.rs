@@ -44,14 +44,18 @@ use utoipa::ToSchema;
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
 use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth;
 use super::AppState;
 use crate::error::{ApiError, ErrorBody};
 
-/// Nested at `/v1`.
+/// Nested at `/v1`. The tools audit themselves, one entry per call.
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(handle).map(|method_router| method_router.fallback(no_stream)))
+    OpenApiRouter::new().routes(
+        routes!(handle)
+            .map(|method_router| method_router.fallback(no_stream))
+            .audit(Audit::ByHandler),
+    )
 }
 
 /// JSON-RPC 2.0 error codes used here.
