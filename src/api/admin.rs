@@ -3,24 +3,27 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::service::NewTenant;
 use memvault_types::limits;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Admin, Authenticated};
 use super::extract::ApiJson;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/memory/admin/tenants", post(create_tenant))
-        .route("/v1/memory/admin/me", get(me))
-        .route("/v1/memory/admin/stats", get(stats))
+/// Nested at `/v1/memory/admin`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_tenant).audit(Audit::Change("tenant.create")))
+        .routes(routes!(me))
+        .routes(routes!(stats))
 }
 
 const NAME_MAX_CHARS: usize = 200;
@@ -127,7 +130,7 @@ impl CreateTenantRequest {
 }
 
 /// Creates a tenant with its first API key (admin-flagged tenants only).
-#[utoipa::path(post, path = "/v1/memory/admin/tenants", tag = "admin",
+#[utoipa::path(post, path = "/tenants", tag = "admin",
     request_body = CreateTenantRequest,
     responses((status = 201, body = TenantCreatedResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 409, body = ErrorBody, description = "email taken"),
@@ -154,7 +157,7 @@ pub async fn create_tenant(
 }
 
 /// The caller's tenant, the key in use, and the limits that apply.
-#[utoipa::path(get, path = "/v1/memory/admin/me", tag = "admin",
+#[utoipa::path(get, path = "/me", tag = "admin",
     responses((status = 200, body = MeResponse), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn me(
@@ -187,7 +190,7 @@ pub async fn me(
 }
 
 /// Usage counts of the caller's tenant.
-#[utoipa::path(get, path = "/v1/memory/admin/stats", tag = "admin",
+#[utoipa::path(get, path = "/stats", tag = "admin",
     responses((status = 200, body = StatsResponse), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn stats(

@@ -1,89 +1,139 @@
-//! The audit log at the edge: a middleware that records every authenticated request that
-//! changes something (any method but GET, HEAD and OPTIONS, except the POSTs that only
-//! read, like search), and `GET /v1/memory/admin/audit`.
+//! The audit log at the edge: each write route declares what it records ([`Audit`], next
+//! to its `routes!`), a change route stamps its responses with the action, and the
+//! [`record`] middleware logs every authenticated request so stamped; and
+//! `GET /v1/memory/admin/audit`.
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::Method;
-use axum::middleware::Next;
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::Agent;
 use memvault_storage::{AuditEntry, TenantId};
 use serde::{Deserialize, Serialize};
+use utoipa::openapi::path::{Operation, PathItem};
+use utoipa::openapi::OpenApi;
 use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
+use utoipa_axum::routes;
 
 use super::auth::Admin;
 use super::extract::ApiQuery;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/v1/memory/admin/audit", get(audit))
+/// Nested at `/v1/memory/admin`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(audit))
 }
 
-const C: &str = "/v1/memory/collections/{collection}";
+/// What a write route records in the audit log, declared where the route is declared:
+/// `.routes(routes!(create).audit(Audit::Change("memory.create")))`. Every POST, PUT,
+/// PATCH and DELETE route must declare one (a test walks the API and fails otherwise):
+/// there is no fallback name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Audit {
+    /// A change, recorded under this action once it is answered (whatever the status).
+    Change(&'static str),
+    /// A write method that changes no tenant data: a POST that only reads (search) or a
+    /// public beacon.
+    NoTenantChange,
+    /// The handler records its own entries: each MCP tool call is audited by the tool.
+    ByHandler,
+}
 
-/// Route templates (after the collection prefix where they start with `/`) and the action
-/// each method on them records.
-const ACTIONS: &[(&str, &str, &str)] = &[
-    ("POST", "/v1/memory/collections", "collection.create"),
-    ("PUT", "", "collection.update"),
-    ("DELETE", "", "collection.delete"),
-    ("POST", "/memories", "memory.create"),
-    ("POST", "/memories/bulk", "memory.bulk_create"),
-    ("PATCH", "/memories/{memory_id}", "memory.update"),
-    ("DELETE", "/memories/{memory_id}", "memory.delete"),
-    ("POST", "/memories/{memory_id}/move", "memory.move"),
-    ("POST", "/memories/{memory_id}/pin", "memory.pin"),
-    ("POST", "/memories/{memory_id}/archive", "memory.archive"),
-    ("POST", "/remember", "memory.remember"),
-    ("POST", "/forget", "memory.forget"),
-    ("POST", "/dedup", "collection.dedup"),
-    ("POST", "/archive-stale", "collection.archive_stale"),
-    ("PUT", "/grants", "grant.put"),
-    ("DELETE", "/grants/{agent_key_id}", "grant.delete"),
-    ("POST", "/v1/memory/keys", "key.create"),
-    ("DELETE", "/v1/memory/keys/{key_id}", "key.revoke"),
-    ("POST", "/v1/memory/admin/rotate-key", "key.rotate"),
-    ("PUT", "/v1/memory/webhook/config", "webhook.set"),
-    ("DELETE", "/v1/memory/webhook/config", "webhook.delete"),
-    ("PUT", "/v1/memory/extraction/config", "extraction_llm.set"),
-    (
-        "DELETE",
-        "/v1/memory/extraction/config",
-        "extraction_llm.delete",
-    ),
-    ("PUT", "/v1/memory/spend-cap", "spend_cap.set"),
-    ("POST", "/v1/memory/admin/tenants", "tenant.create"),
-    ("POST", "/v1/proxy/chat/completions", "proxy.chat"),
-];
+/// The action a change route stamps on its responses for [`record`] to find.
+#[derive(Clone, Copy, Debug)]
+struct AuditAction(&'static str);
 
-/// POST routes that only read: not audited.
-const READS: &[&str] = &[
-    "/v1/memory/search",
-    "/v1/memory/collections/{collection}/search",
-    "/v1/mcp",
-];
+/// The OpenAPI extension that carries a route's [`Audit`] from its declaration to the
+/// check that every write declares one; [`strip_declarations`] removes it before
+/// `/openapi.json` is served.
+const DECLARATION: &str = "x-memvault-audit";
 
-/// The action a request records, or `None` for one that changes nothing.
-fn action(method: &Method, route: &str) -> Option<String> {
-    if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) || READS.contains(&route) {
-        return None;
+impl Audit {
+    fn declaration(self) -> &'static str {
+        match self {
+            Audit::Change(action) => action,
+            Audit::NoTenantChange => "no tenant change",
+            Audit::ByHandler => "by handler",
+        }
     }
-    let found = ACTIONS.iter().find(|(verb, template, _)| {
-        *verb == method.as_str()
-            && if template.starts_with("/v1/") {
-                route == *template
-            } else {
-                route.strip_prefix(C) == Some(*template)
+}
+
+/// Declares the audit of the routes of one `routes!(...)`: on their OpenAPI operations,
+/// and, for a change, as a route layer that stamps each response with the action.
+pub trait AuditRoutes {
+    /// Panics (when the router is built, so at start-up and in every test) when the
+    /// routes include a read method: a GET is never audited.
+    fn audit(self, audit: Audit) -> Self;
+}
+
+impl AuditRoutes for UtoipaMethodRouter<AppState> {
+    fn audit(self, audit: Audit) -> Self {
+        let (schemas, mut paths, method_router) = self;
+        for (path, item) in paths.paths.iter_mut() {
+            for (method, operation) in operations_mut(item) {
+                assert!(
+                    is_write(method),
+                    "audit declared on {method} {path}: only writes are audited"
+                );
+                operation
+                    .extensions
+                    .get_or_insert_with(Default::default)
+                    .insert(DECLARATION.to_owned(), audit.declaration().into());
             }
-    });
-    Some(match found {
-        Some((_, _, action)) => (*action).to_owned(),
-        None => format!("{} {route}", method.as_str().to_lowercase()),
-    })
+        }
+        let method_router = match audit {
+            Audit::Change(action) => method_router.route_layer(middleware::map_response(
+                move |mut response: Response| async move {
+                    response.extensions_mut().insert(AuditAction(action));
+                    response
+                },
+            )),
+            Audit::NoTenantChange | Audit::ByHandler => method_router,
+        };
+        (schemas, paths, method_router)
+    }
+}
+
+fn is_write(method: &str) -> bool {
+    matches!(method, "POST" | "PUT" | "PATCH" | "DELETE")
+}
+
+/// A path's operations with their methods.
+fn operations_mut(item: &mut PathItem) -> impl Iterator<Item = (&'static str, &mut Operation)> {
+    [
+        ("GET", item.get.as_mut()),
+        ("PUT", item.put.as_mut()),
+        ("POST", item.post.as_mut()),
+        ("DELETE", item.delete.as_mut()),
+        ("OPTIONS", item.options.as_mut()),
+        ("HEAD", item.head.as_mut()),
+        ("PATCH", item.patch.as_mut()),
+        ("TRACE", item.trace.as_mut()),
+    ]
+    .into_iter()
+    .filter_map(|(method, operation)| Some((method, operation?)))
+}
+
+/// Removes the audit declarations from the served document: they are this server's
+/// bookkeeping, not part of the API.
+pub fn strip_declarations(document: &mut OpenApi) {
+    for item in document.paths.paths.values_mut() {
+        for (_, operation) in operations_mut(item) {
+            if let Some(extensions) = operation.extensions.as_mut() {
+                extensions.remove(DECLARATION);
+            }
+            if operation
+                .extensions
+                .as_ref()
+                .is_some_and(|extensions| extensions.is_empty())
+            {
+                operation.extensions = None;
+            }
+        }
+    }
 }
 
 fn outcome(status: u16) -> &'static str {
@@ -94,21 +144,18 @@ fn outcome(status: u16) -> &'static str {
     }
 }
 
-/// Records the request after it is answered, when an authenticated agent changed (or
-/// tried to change) something. Runs inside the rate limiter, which authenticated.
+/// Records the request after it is answered, when an authenticated agent called a route
+/// declared as a change ([`Audit::Change`]), whatever the answer. Runs inside the rate
+/// limiter, which authenticated.
 pub async fn record(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let agent = request.extensions().get::<Agent>().cloned();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|matched| matched.as_str().to_owned());
     let method = request.method().clone();
     let resource = request.uri().path().to_owned();
     let response = next.run(request).await;
-    let (Some(agent), Some(route)) = (agent, route) else {
+    let Some(agent) = agent else {
         return response;
     };
-    let Some(action) = action(&method, &route) else {
+    let Some(&AuditAction(action)) = response.extensions().get::<AuditAction>() else {
         return response;
     };
     let status = response.status().as_u16();
@@ -119,7 +166,7 @@ pub async fn record(State(state): State<AppState>, request: Request, next: Next)
         at,
         agent_id: agent.key_id,
         agent_label: agent.label,
-        action,
+        action: action.to_owned(),
         method: method.to_string(),
         resource,
         status,
@@ -181,7 +228,7 @@ fn bounded(value: Option<i64>, default: i64, max: i64, name: &str) -> ApiResult<
 
 /// A tenant's audit log, newest first: every write and every key, grant and config
 /// change, with who made it and how it ended.
-#[utoipa::path(get, path = "/v1/memory/admin/audit", tag = "operator", params(AuditQuery),
+#[utoipa::path(get, path = "/audit", tag = "operator", params(AuditQuery),
     responses((status = 200, body = AuditResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody, description = "no such tenant"),
         (status = 422, body = ErrorBody)),
@@ -225,33 +272,68 @@ pub async fn audit(
 mod tests {
     use super::*;
 
+    /// The write operations of `document` that declare no audit, as `METHOD path`.
+    fn undeclared_writes(document: &mut OpenApi) -> Vec<String> {
+        let mut undeclared = Vec::new();
+        for (path, item) in document.paths.paths.iter_mut() {
+            for (method, operation) in operations_mut(item) {
+                let declared = operation
+                    .extensions
+                    .as_ref()
+                    .is_some_and(|extensions| extensions.contains_key(DECLARATION));
+                if is_write(method) && !declared {
+                    undeclared.push(format!("{method} {path}"));
+                }
+            }
+        }
+        undeclared
+    }
+
+    /// The rule the audit log rests on: every write route of the API says what it
+    /// records, so none is audited under a made-up name or silently skipped.
     #[test]
-    fn actions_name_writes_and_skip_reads() {
-        let memory = "/v1/memory/collections/{collection}/memories/{memory_id}";
-        assert_eq!(
-            action(&Method::PATCH, memory).as_deref(),
-            Some("memory.update")
+    fn every_write_route_declares_its_audit() {
+        let mut document = crate::api::documented_routes().into_openapi();
+        let undeclared = undeclared_writes(&mut document);
+        assert!(
+            undeclared.is_empty(),
+            "write routes without an audit declaration: add `.audit(Audit::Change(\"...\"))` \
+             (or the reason it records none) to their `routes!`: {undeclared:?}"
         );
-        assert_eq!(action(&Method::GET, memory), None);
-        assert_eq!(
-            action(&Method::PUT, "/v1/memory/collections/{collection}").as_deref(),
-            Some("collection.update")
-        );
-        assert_eq!(
-            action(
-                &Method::DELETE,
-                "/v1/memory/collections/{collection}/grants/{agent_key_id}"
-            )
-            .as_deref(),
-            Some("grant.delete")
-        );
-        assert_eq!(
-            action(&Method::POST, "/v1/memory/collections/{collection}/search"),
-            None
-        );
-        assert_eq!(
-            action(&Method::POST, "/v1/memory/new/thing").as_deref(),
-            Some("post /v1/memory/new/thing")
-        );
+    }
+
+    #[utoipa::path(post, path = "/audited")]
+    async fn audited() {}
+
+    #[utoipa::path(post, path = "/forgotten")]
+    async fn forgotten() {}
+
+    #[utoipa::path(get, path = "/read")]
+    async fn read() {}
+
+    #[test]
+    fn a_write_without_a_declaration_is_found() {
+        let mut document = OpenApiRouter::<AppState>::new()
+            .routes(routes!(audited).audit(Audit::Change("test.audited")))
+            .routes(routes!(forgotten))
+            .routes(routes!(read))
+            .into_openapi();
+        assert_eq!(undeclared_writes(&mut document), ["POST /forgotten"]);
+    }
+
+    #[test]
+    #[should_panic(expected = "only writes are audited")]
+    fn a_read_cannot_declare_an_audit() {
+        let _ = routes!(read).audit(Audit::Change("test.read"));
+    }
+
+    #[test]
+    fn served_document_carries_no_declarations() {
+        let paths = crate::api::documented_routes().into_openapi();
+        assert!(serde_json::to_string(&paths).unwrap().contains(DECLARATION));
+        let served = crate::api::openapi::document(paths);
+        assert!(!serde_json::to_string(&served)
+            .unwrap()
+            .contains(DECLARATION));
     }
 }

@@ -2,8 +2,7 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::memory::validate_metadata;
 use memvault_core::service::{CollectionAccess, CollectionView, Read, Sweep, Write};
@@ -13,19 +12,23 @@ use memvault_types::limits::DESCRIPTION_MAX_CHARS;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Writer};
 use super::extract::{ApiJson, ApiPath};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/memory/collections", get(list).post(create))
-        .route(
-            "/v1/memory/collections/{collection}",
-            get(fetch).put(update).delete(remove),
-        )
+/// Nested at `/v1/memory/collections`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(create).audit(Audit::Change("collection.create")))
+        .routes(routes!(fetch))
+        .routes(routes!(update).audit(Audit::Change("collection.update")))
+        .routes(routes!(remove).audit(Audit::Change("collection.delete")))
 }
 
 /// A collection name from a path that must exist: a name that cannot exist is simply not
@@ -143,7 +146,7 @@ fn validate_optional_metadata(metadata: Option<&Map<String, Value>>) -> ApiResul
 }
 
 /// Every collection of the tenant the key may read, with its memory count.
-#[utoipa::path(get, path = "/v1/memory/collections", tag = "collections",
+#[utoipa::path(get, path = "", tag = "collections",
     responses((status = 200, body = Vec<CollectionResponse>), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list(
@@ -157,7 +160,7 @@ pub async fn list(
 }
 
 /// Creates a collection (collections are also created on first write).
-#[utoipa::path(post, path = "/v1/memory/collections", tag = "collections",
+#[utoipa::path(post, path = "", tag = "collections",
     request_body = CreateCollectionRequest,
     responses((status = 201, body = CollectionResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 409, body = ErrorBody, description = "exists already"),
@@ -184,7 +187,7 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(view.into())))
 }
 
-#[utoipa::path(get, path = "/v1/memory/collections/{collection}", tag = "collections",
+#[utoipa::path(get, path = "/{collection}", tag = "collections",
     params(("collection" = String, Path)),
     responses((status = 200, body = CollectionResponse), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -198,7 +201,7 @@ pub async fn fetch(
 }
 
 /// Updates description and/or metadata of an existing collection.
-#[utoipa::path(put, path = "/v1/memory/collections/{collection}", tag = "collections",
+#[utoipa::path(put, path = "/{collection}", tag = "collections",
     params(("collection" = String, Path)), request_body = UpdateCollectionRequest,
     responses((status = 200, body = CollectionResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -220,7 +223,7 @@ pub async fn update(
 }
 
 /// Deletes the collection and all its memories.
-#[utoipa::path(delete, path = "/v1/memory/collections/{collection}", tag = "collections",
+#[utoipa::path(delete, path = "/{collection}", tag = "collections",
     params(("collection" = String, Path)),
     responses((status = 204, description = "deleted"), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),

@@ -5,24 +5,27 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{delete, put};
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::service::CollectionGrants;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Owner};
 use super::collections::{readable, writable};
 use super::extract::{ApiJson, ApiPath};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
-pub fn routes() -> Router<AppState> {
-    let grants = "/v1/memory/collections/{collection}/grants";
-    Router::new()
-        .route(grants, put(upsert).get(list))
-        .route(&format!("{grants}/{{agent_key_id}}"), delete(remove))
+/// Nested at `/v1/memory/collections/{collection}/grants`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(upsert).audit(Audit::Change("grant.put")))
+        .routes(routes!(list))
+        .routes(routes!(remove).audit(Audit::Change("grant.delete")))
 }
 
 /// Longest agent key id accepted (ours are `key_` + 20 hex characters).
@@ -90,7 +93,7 @@ fn response(
 }
 
 /// Creates or updates one agent's grant; the first grant restricts the collection.
-#[utoipa::path(put, path = "/v1/memory/collections/{collection}/grants", tag = "grants",
+#[utoipa::path(put, path = "", tag = "grants",
     params(("collection" = String, Path)), request_body = GrantRequest,
     responses((status = 200, body = GrantsResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody, description = "not the owner key"),
@@ -130,7 +133,7 @@ pub async fn upsert(
 }
 
 /// The collection's grants; an empty list means the collection is open.
-#[utoipa::path(get, path = "/v1/memory/collections/{collection}/grants", tag = "grants",
+#[utoipa::path(get, path = "", tag = "grants",
     params(("collection" = String, Path)),
     responses((status = 200, body = GrantsResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
@@ -146,7 +149,7 @@ pub async fn list(
 }
 
 /// Removes one agent's grant; removing the last grant reopens the collection.
-#[utoipa::path(delete, path = "/v1/memory/collections/{collection}/grants/{agent_key_id}", tag = "grants",
+#[utoipa::path(delete, path = "/{agent_key_id}", tag = "grants",
     params(("collection" = String, Path), ("agent_key_id" = String, Path)),
     responses((status = 204, description = "removed"), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),

@@ -4,8 +4,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::memory::validate_importance;
 use memvault_core::{RememberInput, RememberOutcome};
@@ -13,7 +12,10 @@ use memvault_storage::{ExtractJobRecord, RememberedFact};
 use memvault_types::limits::{CONTRADICTIONS_LIMIT_MAX, REMEMBER_CONTENT_MAX_CHARS};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Writer};
 use super::collections::{readable, writable_or_new};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
@@ -21,13 +23,17 @@ use super::memories::MemoryResponse;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
-pub fn routes() -> Router<AppState> {
-    let collection = "/v1/memory/collections/{collection}";
-    Router::new()
-        .route(&format!("{collection}/remember"), post(remember))
-        .route("/v1/memory/extract/job/{job_id}", get(job))
-        .route(&format!("{collection}/contradictions"), get(contradictions))
-        .route(&format!("{collection}/profile"), get(profile))
+/// Nested at `/v1/memory/collections/{collection}`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(remember).audit(Audit::Change("memory.remember")))
+        .routes(routes!(contradictions))
+        .routes(routes!(profile))
+}
+
+/// Nested at `/v1/memory/extract`.
+pub fn job_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(job))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -131,7 +137,7 @@ pub struct JobAccepted {
 /// Turns free text into atomic typed facts and stores them; a newer fact on the same slot
 /// supersedes the older one. By default queues a job (202); `?sync=true` answers with the
 /// memories (200). The collection is created when missing.
-#[utoipa::path(post, path = "/v1/memory/collections/{collection}/remember", tag = "graph",
+#[utoipa::path(post, path = "/remember", tag = "graph",
     params(("collection" = String, Path), RememberParams), request_body = RememberRequest,
     responses((status = 202, body = JobAccepted), (status = 200, body = RememberResponse),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
@@ -193,7 +199,7 @@ impl From<ExtractJobRecord> for JobResponse {
 }
 
 /// The state of a queued remember. Finished jobs are kept for seven days.
-#[utoipa::path(get, path = "/v1/memory/extract/job/{job_id}", tag = "graph",
+#[utoipa::path(get, path = "/job/{job_id}", tag = "graph",
     params(("job_id" = String, Path)),
     responses((status = 200, body = JobResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody, description = "the job's collection is restricted"),
@@ -233,7 +239,7 @@ pub struct ContradictionsResponse {
 }
 
 /// Pairs of a fact and the older fact it superseded, newest supersession first.
-#[utoipa::path(get, path = "/v1/memory/collections/{collection}/contradictions", tag = "graph",
+#[utoipa::path(get, path = "/contradictions", tag = "graph",
     params(("collection" = String, Path), ContradictionsQuery),
     responses((status = 200, body = ContradictionsResponse), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -281,7 +287,7 @@ pub struct ProfileResponse {
 
 /// What the collection knows about its user: an LLM summary of the current, unexpired facts
 /// and preferences, or without an LLM those facts grouped by type.
-#[utoipa::path(get, path = "/v1/memory/collections/{collection}/profile", tag = "graph",
+#[utoipa::path(get, path = "/profile", tag = "graph",
     params(("collection" = String, Path)),
     responses((status = 200, body = ProfileResponse), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody)),

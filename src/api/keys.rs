@@ -4,26 +4,34 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{delete, get, post};
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::memory::validate_short_field;
 use memvault_core::service::NewKey;
 use memvault_storage::ApiKeyRecord;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Owner};
 use super::extract::{ApiJson, ApiPath};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/memory/keys", get(list).post(create))
-        .route("/v1/memory/keys/{key_id}", delete(revoke))
-        .route("/v1/memory/agents", get(agents))
-        .route("/v1/memory/admin/rotate-key", post(rotate))
+/// Nested at `/v1/memory`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(create).audit(Audit::Change("key.create")))
+        .routes(routes!(revoke).audit(Audit::Change("key.revoke")))
+        .routes(routes!(agents))
+}
+
+/// Nested at `/v1/memory/admin`.
+pub fn admin_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(rotate).audit(Audit::Change("key.rotate")))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -109,7 +117,7 @@ pub struct AgentListResponse {
 
 /// Creates a key of the caller's tenant; the secret is in this answer only. Read-only
 /// keys cannot create keys.
-#[utoipa::path(post, path = "/v1/memory/keys", tag = "keys", request_body = CreateKeyRequest,
+#[utoipa::path(post, path = "/keys", tag = "keys", request_body = CreateKeyRequest,
     responses((status = 201, body = NewKeyResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -148,7 +156,7 @@ pub async fn create(
 }
 
 /// Every key of the tenant, revoked and expired ones included, masked, oldest first.
-#[utoipa::path(get, path = "/v1/memory/keys", tag = "keys",
+#[utoipa::path(get, path = "/keys", tag = "keys",
     responses((status = 200, body = KeyListResponse), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list(
@@ -163,7 +171,7 @@ pub async fn list(
 
 /// Revokes a key (soft: it stays listed, with `revoked_at`); it stops authenticating at
 /// once. The tenant's last active key cannot be revoked (409).
-#[utoipa::path(delete, path = "/v1/memory/keys/{key_id}", tag = "keys",
+#[utoipa::path(delete, path = "/keys/{key_id}", tag = "keys",
     params(("key_id" = String, Path)),
     responses((status = 200, body = KeyResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
@@ -179,7 +187,7 @@ pub async fn revoke(
 }
 
 /// The tenant's agents: one per active key, without key material.
-#[utoipa::path(get, path = "/v1/memory/agents", tag = "keys",
+#[utoipa::path(get, path = "/agents", tag = "keys",
     responses((status = 200, body = AgentListResponse), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn agents(
@@ -204,7 +212,7 @@ pub async fn agents(
 
 /// Replaces the key making this request with a new one (same label, access and expiry),
 /// shown once; the old key is refused from the moment this answers.
-#[utoipa::path(post, path = "/v1/memory/admin/rotate-key", tag = "keys",
+#[utoipa::path(post, path = "/rotate-key", tag = "keys",
     responses((status = 200, body = NewKeyResponse), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn rotate(

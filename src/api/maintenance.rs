@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::collection::CollectionHealth;
 use memvault_storage::{CollectionName, MemoryRecord};
@@ -17,7 +16,10 @@ use memvault_types::limits::{
 };
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Admin, Authenticated};
 use super::collections::sweepable;
 use super::extract::{optional_integer, ApiPath, ApiQuery, OptionalJson};
@@ -25,14 +27,18 @@ use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use memvault_core::service::Read;
 
-pub fn routes() -> Router<AppState> {
-    let collection = "/v1/memory/collections/{collection}";
-    Router::new()
-        .route(&format!("{collection}/dedup"), post(dedup))
-        .route(&format!("{collection}/archive-stale"), post(archive_stale))
-        .route(&format!("{collection}/health"), get(health))
-        .route(&format!("{collection}/summary"), get(summary))
-        .route("/v1/memory/admin/memory-health", get(memory_health))
+/// Nested at `/v1/memory/collections/{collection}`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(dedup).audit(Audit::Change("collection.dedup")))
+        .routes(routes!(archive_stale).audit(Audit::Change("collection.archive_stale")))
+        .routes(routes!(health))
+        .routes(routes!(summary))
+}
+
+/// Nested at `/v1/memory/admin`.
+pub fn admin_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(memory_health))
 }
 
 /// At most this many ids are listed in an archive-stale answer; the count is always exact.
@@ -108,7 +114,7 @@ pub struct DedupResponse {
 
 /// Finds clusters of near-identical memories among the 500 most recent current ones; with
 /// `dry_run: false` deletes every duplicate but the cluster's keeper.
-#[utoipa::path(post, path = "/v1/memory/collections/{collection}/dedup", tag = "maintenance",
+#[utoipa::path(post, path = "/dedup", tag = "maintenance",
     params(("collection" = String, Path)), request_body = Option<DedupRequest>,
     responses((status = 200, body = DedupResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
@@ -179,7 +185,7 @@ pub struct ArchiveStaleResponse {
 
 /// Archives (reversibly) the memories not updated for `older_than_days`: never pinned,
 /// archived or superseded ones. A dry run (the default) only counts them.
-#[utoipa::path(post, path = "/v1/memory/collections/{collection}/archive-stale", tag = "maintenance",
+#[utoipa::path(post, path = "/archive-stale", tag = "maintenance",
     params(("collection" = String, Path)), request_body = Option<ArchiveStaleRequest>,
     responses((status = 200, body = ArchiveStaleResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
@@ -267,7 +273,7 @@ pub struct HealthResponse {
 
 /// How the collection is doing, from counters the collection keeps (no scan). An unknown
 /// collection answers 200 with `exists: false`.
-#[utoipa::path(get, path = "/v1/memory/collections/{collection}/health", tag = "maintenance",
+#[utoipa::path(get, path = "/health", tag = "maintenance",
     params(("collection" = String, Path), HealthQuery),
     responses((status = 200, body = HealthResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -322,7 +328,7 @@ pub struct SummaryResponse {
 /// What the collection is about, from its top memories by importance and recency: one LLM
 /// call, or without an LLM an extractive summary (clusters, their central memories, themes
 /// from their top terms). Cached until the collection changes; never an error.
-#[utoipa::path(get, path = "/v1/memory/collections/{collection}/summary", tag = "maintenance",
+#[utoipa::path(get, path = "/summary", tag = "maintenance",
     params(("collection" = String, Path), SummaryQuery),
     responses((status = 200, body = SummaryResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -386,7 +392,7 @@ pub struct MemoryHealthResponse {
 }
 
 /// Health totals across every collection of every tenant (operators; aggregates only).
-#[utoipa::path(get, path = "/v1/memory/admin/memory-health", tag = "maintenance",
+#[utoipa::path(get, path = "/memory-health", tag = "maintenance",
     params(HealthQuery),
     responses((status = 200, body = MemoryHealthResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),

@@ -3,8 +3,7 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::memory::{
     validate_importance, validate_metadata, validate_short_field, validate_text, MemoryPatch,
@@ -20,25 +19,28 @@ use serde_json::{Map, Value};
 use utoipa::openapi::schema::{ArrayBuilder, Schema};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Writer};
 use super::collections::{readable, writable, writable_or_new};
 use super::extract::{parse_json_object, ApiJson, ApiJsonArray, ApiPath, ApiQuery};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
-pub fn routes() -> Router<AppState> {
-    let base = "/v1/memory/collections/{collection}/memories";
-    Router::new()
-        .route(base, get(list).post(create))
-        .route(&format!("{base}/bulk"), post(bulk))
-        .route(
-            &format!("{base}/{{memory_id}}"),
-            get(fetch).patch(patch).delete(remove),
-        )
-        .route(&format!("{base}/{{memory_id}}/move"), post(move_to))
-        .route(&format!("{base}/{{memory_id}}/pin"), post(pin))
-        .route(&format!("{base}/{{memory_id}}/archive"), post(archive))
+/// Nested at `/v1/memory/collections/{collection}/memories`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(create).audit(Audit::Change("memory.create")))
+        .routes(routes!(bulk).audit(Audit::Change("memory.bulk_create")))
+        .routes(routes!(fetch))
+        .routes(routes!(patch).audit(Audit::Change("memory.update")))
+        .routes(routes!(remove).audit(Audit::Change("memory.delete")))
+        .routes(routes!(move_to).audit(Audit::Change("memory.move")))
+        .routes(routes!(pin).audit(Audit::Change("memory.pin")))
+        .routes(routes!(archive).audit(Audit::Change("memory.archive")))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -277,7 +279,7 @@ pub struct BulkCreateResponse {
 }
 
 /// Creates one memory; the collection is created when missing.
-#[utoipa::path(post, path = "/v1/memory/collections/{collection}/memories", tag = "memories",
+#[utoipa::path(post, path = "", tag = "memories",
     params(("collection" = String, Path)), request_body = CreateMemoryRequest,
     responses((status = 201, body = MemoryResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -300,7 +302,7 @@ pub async fn create(
 
 /// Creates up to 100 memories, embedded in one batch and stored in one atomic write. One
 /// invalid item rejects the whole call and nothing is stored.
-#[utoipa::path(post, path = "/v1/memory/collections/{collection}/memories/bulk", tag = "memories",
+#[utoipa::path(post, path = "/bulk", tag = "memories",
     params(("collection" = String, Path)), request_body = BulkCreateRequest,
     responses((status = 201, body = BulkCreateResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -342,7 +344,7 @@ pub async fn bulk(
 }
 
 /// Memories newest first, pinned ones first; archived ones only with `include_archived`.
-#[utoipa::path(get, path = "/v1/memory/collections/{collection}/memories", tag = "memories",
+#[utoipa::path(get, path = "", tag = "memories",
     params(("collection" = String, Path), ListMemoriesQuery),
     responses((status = 200, body = Vec<MemoryResponse>), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -380,7 +382,7 @@ pub async fn list(
     ))
 }
 
-#[utoipa::path(get, path = "/v1/memory/collections/{collection}/memories/{memory_id}", tag = "memories",
+#[utoipa::path(get, path = "/{memory_id}", tag = "memories",
     params(("collection" = String, Path), ("memory_id" = String, Path)),
     responses((status = 200, body = MemoryResponse), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -395,7 +397,7 @@ pub async fn fetch(
 }
 
 /// Changes only the given fields; a text change re-embeds the memory.
-#[utoipa::path(patch, path = "/v1/memory/collections/{collection}/memories/{memory_id}", tag = "memories",
+#[utoipa::path(patch, path = "/{memory_id}", tag = "memories",
     params(("collection" = String, Path), ("memory_id" = String, Path)), request_body = PatchMemoryRequest,
     responses((status = 200, body = MemoryResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -412,7 +414,7 @@ pub async fn patch(
     Ok(Json(MemoryResponse::from(&*memory)))
 }
 
-#[utoipa::path(delete, path = "/v1/memory/collections/{collection}/memories/{memory_id}", tag = "memories",
+#[utoipa::path(delete, path = "/{memory_id}", tag = "memories",
     params(("collection" = String, Path), ("memory_id" = String, Path)),
     responses((status = 204, description = "deleted"), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
@@ -428,7 +430,7 @@ pub async fn remove(
 }
 
 /// Moves the memory (same id) to another collection, created when missing; returns it.
-#[utoipa::path(post, path = "/v1/memory/collections/{collection}/memories/{memory_id}/move", tag = "memories",
+#[utoipa::path(post, path = "/{memory_id}/move", tag = "memories",
     params(("collection" = String, Path), ("memory_id" = String, Path)), request_body = MoveMemoryRequest,
     responses((status = 200, body = MemoryResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -446,7 +448,7 @@ pub async fn move_to(
 }
 
 /// Pins or unpins; pinned memories rank first in listings.
-#[utoipa::path(post, path = "/v1/memory/collections/{collection}/memories/{memory_id}/pin", tag = "memories",
+#[utoipa::path(post, path = "/{memory_id}/pin", tag = "memories",
     params(("collection" = String, Path), ("memory_id" = String, Path)), request_body = PinRequest,
     responses((status = 200, body = MemoryResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -466,7 +468,7 @@ pub async fn pin(
 }
 
 /// Archives (soft delete) or restores; archived memories leave default listings.
-#[utoipa::path(post, path = "/v1/memory/collections/{collection}/memories/{memory_id}/archive", tag = "memories",
+#[utoipa::path(post, path = "/{memory_id}/archive", tag = "memories",
     params(("collection" = String, Path), ("memory_id" = String, Path)), request_body = ArchiveRequest,
     responses((status = 200, body = MemoryResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),

@@ -1,5 +1,6 @@
-//! The HTTP API: one module per resource, each exposing `routes()`; this module only
-//! nests them and adds the layers.
+//! The HTTP API: one module per resource, each exposing `routes()` (an `OpenApiRouter`
+//! whose paths are relative to where it is nested); this module only nests them like the
+//! URL and adds the layers.
 
 pub mod admin;
 pub mod audit;
@@ -33,6 +34,7 @@ use memvault_core::status::StatusMonitor;
 use memvault_core::Memvault;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::error::ApiError;
 use ratelimit::RateLimits;
@@ -71,23 +73,9 @@ impl AppState {
 
 pub fn router(state: AppState) -> Router {
     let max_body_bytes = state.max_body_bytes;
-    Router::new()
-        .merge(public::routes())
-        .merge(openapi::routes())
-        .merge(admin::routes())
-        .merge(audit::routes())
-        .merge(collections::routes())
-        .merge(memories::routes())
-        .merge(search::routes())
-        .merge(graph::routes())
-        .merge(keys::routes())
-        .merge(grants::routes())
-        .merge(maintenance::routes())
-        .merge(mcp::routes())
-        .merge(operator::routes())
-        .merge(settings::routes())
-        .merge(webhooks::routes())
-        .merge(proxy::routes())
+    let (routes, paths) = documented_routes().split_for_parts();
+    routes
+        .merge(openapi::routes(openapi::document(paths)))
         .fallback(fallback)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
@@ -110,6 +98,51 @@ pub fn router(state: AppState) -> Router {
             metrics::record_request,
         ))
         .with_state(state)
+}
+
+/// Every route of the API, nested like the URL. A resource module declares each path once,
+/// in its handler's `#[utoipa::path]`, relative to where it is nested here; `routes!`
+/// takes the route and its OpenAPI operation from that one attribute.
+pub fn documented_routes() -> OpenApiRouter<AppState> {
+    let v1 = OpenApiRouter::new()
+        .merge(public::routes())
+        .nest("/memory", memory_routes())
+        .merge(mcp::routes())
+        .nest("/proxy", proxy::routes());
+    OpenApiRouter::new().nest("/v1", v1)
+}
+
+/// `/v1/memory`.
+fn memory_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .nest("/admin", admin_routes())
+        .nest("/collections", collections::routes())
+        .nest("/collections/{collection}", collection_routes())
+        .merge(search::tenant_routes())
+        .nest("/extract", graph::job_routes())
+        .merge(keys::routes())
+        .merge(settings::routes())
+        .nest("/webhook", webhooks::routes())
+}
+
+/// `/v1/memory/admin`: the caller's account, and what only admin-flagged tenants reach.
+fn admin_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(admin::routes())
+        .merge(keys::admin_routes())
+        .merge(operator::routes())
+        .merge(maintenance::admin_routes())
+        .merge(audit::routes())
+}
+
+/// `/v1/memory/collections/{collection}`: everything inside one collection.
+fn collection_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .nest("/memories", memories::routes())
+        .merge(search::routes())
+        .merge(graph::routes())
+        .merge(maintenance::routes())
+        .nest("/grants", grants::routes())
 }
 
 /// Paths SPEC.md marks public: never answered with 401.

@@ -1,5 +1,7 @@
 //! `GET /openapi.json`: the OpenAPI 3.1 description of every endpoint.
 
+use std::sync::Arc;
+
 use axum::routing::get;
 use axum::{Json, Router};
 use utoipa::openapi::header::{Header, HeaderBuilder};
@@ -8,10 +10,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
-use super::{
-    admin, audit, collections, grants, graph, keys, maintenance, mcp, memories, operator, proxy,
-    public, search, settings, webhooks, AppState,
-};
+use super::{audit, AppState};
 use crate::error::ErrorBody;
 
 #[derive(OpenApi)]
@@ -22,28 +21,7 @@ use crate::error::ErrorBody;
         description = "Self-hosted, multi-tenant long-term memory service for AI agents. \
             Every error is `{\"detail\": \"...\"}`; validation failures are 422."
     ),
-    paths(
-        public::health, public::status, public::pulse, public::track,
-        admin::create_tenant, admin::me, admin::stats,
-        collections::list, collections::create, collections::fetch, collections::update, collections::remove,
-        memories::create, memories::bulk, memories::list, memories::fetch, memories::patch, memories::remove,
-        memories::move_to, memories::pin, memories::archive,
-        search::search_collection, search::search_tenant, search::related, search::forget,
-        graph::remember, graph::job, graph::contradictions, graph::profile,
-        settings::get_extraction, settings::put_extraction, settings::delete_extraction,
-        settings::get_spend_cap, settings::put_spend_cap,
-        maintenance::dedup, maintenance::archive_stale, maintenance::health, maintenance::summary,
-        maintenance::memory_health,
-        operator::metrics, operator::usage, operator::connectors, operator::connector_status,
-        operator::analytics, audit::audit,
-        keys::list, keys::create, keys::revoke, keys::agents, keys::rotate,
-        webhooks::fetch, webhooks::put, webhooks::remove,
-        grants::upsert, grants::list, grants::remove,
-        proxy::chat_completions,
-        mcp::handle,
-    ),
     components(schemas(ErrorBody)),
-    modifiers(&BearerAuth, &CommonResponses, &CollectionNames),
     tags(
         (name = "public", description = "No key needed"),
         (name = "admin", description = "Tenants and the caller's account"),
@@ -241,10 +219,27 @@ impl Modify for CollectionNames {
     }
 }
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/openapi.json", get(openapi_json))
+/// The served document: the description above, the paths the routes declared (see
+/// `api::documented_routes`), then what the modifiers add to every operation; the routes'
+/// audit declarations are removed.
+pub fn document(paths: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    let mut document = ApiDoc::openapi();
+    document.merge(paths);
+    let modifiers: [&dyn Modify; 3] = [&BearerAuth, &CommonResponses, &CollectionNames];
+    for modifier in modifiers {
+        modifier.modify(&mut document);
+    }
+    audit::strip_declarations(&mut document);
+    document
 }
 
-async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
+pub fn routes(document: utoipa::openapi::OpenApi) -> Router<AppState> {
+    let document = Arc::new(document);
+    Router::new().route(
+        "/openapi.json",
+        get(move || {
+            let document = Arc::clone(&document);
+            async move { Json(document) }
+        }),
+    )
 }

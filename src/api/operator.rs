@@ -5,27 +5,29 @@
 use std::collections::BTreeMap;
 
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
 use memvault_core::metrics::{LatencySummary, MetricsSnapshot, Stage};
 use memvault_core::Memvault;
 use memvault_jobs::JobMetricsSnapshot;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::auth::Admin;
 use super::extract::ApiQuery;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/memory/admin/metrics", get(metrics))
-        .route("/v1/memory/admin/usage", get(usage))
-        .route("/v1/memory/admin/connectors", get(connectors))
-        .route("/v1/memory/admin/connectors/status", get(connector_status))
-        .route("/v1/memory/admin/analytics", get(analytics))
+/// Nested at `/v1/memory/admin`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(metrics))
+        .routes(routes!(usage))
+        .routes(routes!(connectors))
+        .routes(routes!(connector_status))
+        .routes(routes!(analytics))
 }
 
 const USAGE_DAYS_DEFAULT: i64 = 30;
@@ -235,7 +237,7 @@ impl MetricsResponse {
 
 /// Per-route request figures, stage latencies and cache counters of this process since
 /// the window started; `reset=true` starts a new window after reading.
-#[utoipa::path(get, path = "/v1/memory/admin/metrics", tag = "operator",
+#[utoipa::path(get, path = "/metrics", tag = "operator",
     params(MetricsQuery),
     responses((status = 200, body = MetricsResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -300,7 +302,7 @@ pub struct UsageResponse {
 }
 
 /// Storage and LLM token usage with cost estimates, over every tenant.
-#[utoipa::path(get, path = "/v1/memory/admin/usage", tag = "operator",
+#[utoipa::path(get, path = "/usage", tag = "operator",
     params(UsageQuery),
     responses((status = 200, body = UsageResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -364,7 +366,7 @@ pub struct ConnectorsResponse {
 /// Connector sync runs per provider over the last `hours`. Managed connectors do not
 /// exist in this server yet, so this aggregates an empty set (`providers` is empty) until
 /// they land; the shape is the one they will fill.
-#[utoipa::path(get, path = "/v1/memory/admin/connectors", tag = "operator",
+#[utoipa::path(get, path = "/connectors", tag = "operator",
     params(ConnectorsQuery),
     responses((status = 200, body = ConnectorsResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -395,7 +397,7 @@ pub struct ConnectorStatusResponse {
 
 /// Connections per status. Managed connectors do not exist in this server yet, so this
 /// aggregates an empty set (an empty array) until they land.
-#[utoipa::path(get, path = "/v1/memory/admin/connectors/status", tag = "operator",
+#[utoipa::path(get, path = "/connectors/status", tag = "operator",
     responses((status = 200, body = [ConnectorStatusResponse]), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -472,7 +474,7 @@ fn day_counts(days: Vec<(NaiveDate, u64)>) -> Vec<DayCountResponse> {
 }
 
 /// The signup funnel, signups by day, and cookieless pageviews by day, path and referrer.
-#[utoipa::path(get, path = "/v1/memory/admin/analytics", tag = "operator",
+#[utoipa::path(get, path = "/analytics", tag = "operator",
     params(AnalyticsQuery),
     responses((status = 200, body = AnalyticsResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),

@@ -4,8 +4,7 @@
 //! and the caller's headers never go upstream.
 
 use axum::extract::State;
-use axum::routing::post;
-use axum::{Json, Router};
+use axum::Json;
 use memvault_core::service::proxy::{ProxyOutcome, ProxyRequest};
 use memvault_core::Agent;
 use memvault_storage::CollectionName;
@@ -15,15 +14,19 @@ use memvault_types::limits::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::Authenticated;
 use super::collections::readable;
 use super::extract::ApiJson;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/v1/proxy/chat/completions", post(chat_completions))
+/// Nested at `/v1/proxy`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(chat_completions).audit(Audit::Change("proxy.chat")))
 }
 
 /// Standard chat-completions fields forwarded upstream unchanged (besides `model`,
@@ -223,7 +226,7 @@ impl From<ProxyOutcome> for ChatCompletionResponse {
 /// one, else the platform LLM (billed as `proxy`, under the spend cap), and answers the
 /// upstream's completion plus `memvault: {memories_used, stored, job_id?, skipped?}`.
 /// Upstream timeout 504, upstream failure 502, no LLM or spend cap reached 503.
-#[utoipa::path(post, path = "/v1/proxy/chat/completions", tag = "proxy",
+#[utoipa::path(post, path = "/chat/completions", tag = "proxy",
     request_body = ChatCompletionRequest,
     responses((status = 200, body = ChatCompletionResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody, description = "the named collection is restricted"),

@@ -3,24 +3,27 @@
 use axum::body::to_bytes;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::status::{HealthCheck, Incident};
 use serde::Serialize;
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::AppState;
 
 /// The beacon reads at most this much of a body; the rest is ignored.
 const BEACON_BODY_MAX: usize = 16 * 1024;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/memory/health", get(health))
-        .route("/v1/status", get(status))
-        .route("/v1/pulse", post(pulse))
-        .route("/v1/track", post(track))
+/// Nested at `/v1`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(health))
+        .routes(routes!(status))
+        .routes(routes!(pulse).audit(Audit::NoTenantChange))
+        .routes(routes!(track).audit(Audit::NoTenantChange))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -32,7 +35,7 @@ pub struct HealthResponse {
 }
 
 /// Readiness: 200 `{"status":"healthy"}` once the server serves.
-#[utoipa::path(get, path = "/v1/memory/health", tag = "public",
+#[utoipa::path(get, path = "/memory/health", tag = "public",
     responses((status = 200, body = HealthResponse)))]
 pub async fn health() -> Json<HealthResponse> {
     Json(HealthResponse { status: "healthy" })
@@ -93,7 +96,7 @@ impl From<Incident> for IncidentResponse {
 
 /// Service status: current state, 24-hour uptime from periodic self-checks, recent checks
 /// and incidents. Carries no tenant data.
-#[utoipa::path(get, path = "/v1/status", tag = "public",
+#[utoipa::path(get, path = "/status", tag = "public",
     responses((status = 200, body = StatusResponse)))]
 pub async fn status(State(state): State<AppState>) -> Json<StatusResponse> {
     let report = state.status.report();
@@ -109,7 +112,7 @@ pub async fn status(State(state): State<AppState>) -> Json<StatusResponse> {
 
 /// Cookieless pageview beacon: counts the page path and the referrer's host. Always 204,
 /// whatever the body or credentials.
-#[utoipa::path(post, path = "/v1/pulse", tag = "public",
+#[utoipa::path(post, path = "/pulse", tag = "public",
     request_body(content = Option<serde_json::Value>, description = "`{\"path\": \"/pricing\", \"referrer\": \"https://...\"}`; any body, or none, is accepted"),
     responses((status = 204, description = "always")))]
 pub async fn pulse(State(state): State<AppState>, request: Request) -> StatusCode {
@@ -121,7 +124,7 @@ pub async fn pulse(State(state): State<AppState>, request: Request) -> StatusCod
 }
 
 /// Legacy alias of `/v1/pulse`.
-#[utoipa::path(post, path = "/v1/track", tag = "public",
+#[utoipa::path(post, path = "/track", tag = "public",
     request_body(content = Option<serde_json::Value>, description = "as for /v1/pulse"),
     responses((status = 204, description = "always")))]
 pub async fn track(state: State<AppState>, request: Request) -> StatusCode {

@@ -2,8 +2,7 @@
 //! (tenant-wide), `GET .../memories/{memory_id}/related`, `POST .../forget`.
 
 use axum::extract::State;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_index::search::{
     FusionParams, SearchFilter, SearchHit, SearchMode, SearchOutcome, SearchQuery,
@@ -16,23 +15,27 @@ use memvault_types::limits::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Writer};
 use super::collections::{readable, writable};
 use super::extract::{optional_integer, ApiJson, ApiPath, ApiQuery};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
-pub fn routes() -> Router<AppState> {
-    let collection = "/v1/memory/collections/{collection}";
-    Router::new()
-        .route(&format!("{collection}/search"), post(search_collection))
-        .route("/v1/memory/search", post(search_tenant))
-        .route(
-            &format!("{collection}/memories/{{memory_id}}/related"),
-            get(related),
-        )
-        .route(&format!("{collection}/forget"), post(forget))
+/// Nested at `/v1/memory/collections/{collection}`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(search_collection).audit(Audit::NoTenantChange))
+        .routes(routes!(related))
+        .routes(routes!(forget).audit(Audit::Change("memory.forget")))
+}
+
+/// Nested at `/v1/memory`.
+pub fn tenant_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(search_tenant).audit(Audit::NoTenantChange))
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
@@ -228,7 +231,7 @@ impl SearchResponse {
 /// Searches one collection. Results exclude superseded and expired memories, and archived
 /// ones unless `include_archived`; an exact repeat is answered from cache until the
 /// collection changes.
-#[utoipa::path(post, path = "/v1/memory/collections/{collection}/search", tag = "search",
+#[utoipa::path(post, path = "/search", tag = "search",
     params(("collection" = String, Path)), request_body = SearchRequest,
     responses((status = 200, body = SearchResponse), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody),
@@ -247,7 +250,7 @@ pub async fn search_collection(
 }
 
 /// Searches every collection of the tenant; each result names its `collection`.
-#[utoipa::path(post, path = "/v1/memory/search", tag = "search",
+#[utoipa::path(post, path = "/search", tag = "search",
     request_body = SearchRequest,
     responses((status = 200, body = SearchResponse), (status = 401, body = ErrorBody),
         (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
@@ -275,7 +278,7 @@ pub struct RelatedQuery {
 
 /// Nearest neighbours by the memory's own embedding, excluding itself, archived,
 /// superseded and expired memories; in the search response shape.
-#[utoipa::path(get, path = "/v1/memory/collections/{collection}/memories/{memory_id}/related", tag = "search",
+#[utoipa::path(get, path = "/memories/{memory_id}/related", tag = "search",
     params(("collection" = String, Path), ("memory_id" = String, Path), RelatedQuery),
     responses((status = 200, body = SearchResponse), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -325,7 +328,7 @@ pub struct ForgetResponse {
 
 /// Semantic delete (destructive): removes the memories most similar to `query`, at least
 /// `min_score` similar, at most `limit` of them.
-#[utoipa::path(post, path = "/v1/memory/collections/{collection}/forget", tag = "search",
+#[utoipa::path(post, path = "/forget", tag = "search",
     params(("collection" = String, Path)), request_body = ForgetRequest,
     responses((status = 200, body = ForgetResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),

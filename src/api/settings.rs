@@ -3,31 +3,29 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::{ExtractionLlmInput, ExtractionLlmView, SpendView};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Owner};
 use super::extract::ApiJson;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/v1/memory/extraction/config",
-            get(get_extraction)
-                .put(put_extraction)
-                .delete(delete_extraction),
-        )
-        .route(
-            "/v1/memory/spend-cap",
-            get(get_spend_cap).put(put_spend_cap),
-        )
+/// Nested at `/v1/memory`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(get_extraction))
+        .routes(routes!(put_extraction).audit(Audit::Change("extraction_llm.set")))
+        .routes(routes!(delete_extraction).audit(Audit::Change("extraction_llm.delete")))
+        .routes(routes!(get_spend_cap))
+        .routes(routes!(put_spend_cap).audit(Audit::Change("spend_cap.set")))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -106,7 +104,7 @@ impl From<Option<ExtractionLlmView>> for ExtractionConfigResponse {
 }
 
 /// The tenant's own extraction LLM, without its key.
-#[utoipa::path(get, path = "/v1/memory/extraction/config", tag = "settings",
+#[utoipa::path(get, path = "/extraction/config", tag = "settings",
     responses((status = 200, body = ExtractionConfigResponse), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_extraction(
@@ -119,7 +117,7 @@ pub async fn get_extraction(
 
 /// Uses the tenant's own OpenAI-compatible LLM for extraction (never capped). A live
 /// self-test call is made first; the configuration is saved only when it succeeds.
-#[utoipa::path(put, path = "/v1/memory/extraction/config", tag = "settings",
+#[utoipa::path(put, path = "/extraction/config", tag = "settings",
     request_body = ExtractionConfigRequest,
     responses((status = 200, body = ExtractionConfigResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -139,7 +137,7 @@ pub async fn put_extraction(
 
 /// Reverts extraction to the platform default (the platform LLM, or the built-in
 /// rule-based extractor when there is none).
-#[utoipa::path(delete, path = "/v1/memory/extraction/config", tag = "settings",
+#[utoipa::path(delete, path = "/extraction/config", tag = "settings",
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn delete_extraction(
@@ -210,7 +208,7 @@ impl From<SpendView> for SpendCapResponse {
 }
 
 /// The monthly cap and this month's LLM usage, per purpose and model.
-#[utoipa::path(get, path = "/v1/memory/spend-cap", tag = "settings",
+#[utoipa::path(get, path = "/spend-cap", tag = "settings",
     responses((status = 200, body = SpendCapResponse), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_spend_cap(
@@ -221,7 +219,7 @@ pub async fn get_spend_cap(
 }
 
 /// Sets (a non-negative number) or clears (null) the monthly cap.
-#[utoipa::path(put, path = "/v1/memory/spend-cap", tag = "settings",
+#[utoipa::path(put, path = "/spend-cap", tag = "settings",
     request_body = SpendCapRequest,
     responses((status = 200, body = SpendCapResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),

@@ -2,23 +2,27 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::service::WebhookView;
 use memvault_core::webhooks::EVENTS;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Owner};
 use super::extract::ApiJson;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
-const PATH: &str = "/v1/memory/webhook/config";
-
-pub fn routes() -> Router<AppState> {
-    Router::new().route(PATH, get(fetch).put(put).delete(remove))
+/// Nested at `/v1/memory/webhook`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(fetch))
+        .routes(routes!(put).audit(Audit::Change("webhook.set")))
+        .routes(routes!(remove).audit(Audit::Change("webhook.delete")))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -65,7 +69,7 @@ impl From<WebhookView> for WebhookConfigResponse {
 }
 
 /// The tenant's webhook, without its secret.
-#[utoipa::path(get, path = "/v1/memory/webhook/config", tag = "webhooks",
+#[utoipa::path(get, path = "/config", tag = "webhooks",
     responses((status = 200, body = WebhookConfigResponse), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -83,7 +87,7 @@ pub async fn fetch(
 /// Sets (or replaces) the webhook. A new signing secret is generated each time and shown
 /// only in this response. memory.created, memory.updated and memory.deleted are then
 /// POSTed to the URL (5 s timeout, retried with back-off).
-#[utoipa::path(put, path = "/v1/memory/webhook/config", tag = "webhooks",
+#[utoipa::path(put, path = "/config", tag = "webhooks",
     request_body = WebhookConfigRequest,
     responses((status = 200, body = NewWebhookResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -106,7 +110,7 @@ pub async fn put(
 }
 
 /// Removes the webhook; events not yet delivered are dropped.
-#[utoipa::path(delete, path = "/v1/memory/webhook/config", tag = "webhooks",
+#[utoipa::path(delete, path = "/config", tag = "webhooks",
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]

@@ -36,19 +36,26 @@ use axum::extract::{Request, State};
 use axum::http::header::{ALLOW, WWW_AUTHENTICATE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Json, Router};
+use axum::Json;
 use memvault_core::Agent;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 
+use super::audit::{Audit, AuditRoutes};
 use super::auth;
 use super::AppState;
 use crate::error::{ApiError, ErrorBody};
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/v1/mcp", post(handle).fallback(no_stream))
+/// Nested at `/v1`. The tools audit themselves, one entry per call.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(
+        routes!(handle)
+            .map(|method_router| method_router.fallback(no_stream))
+            .audit(Audit::ByHandler),
+    )
 }
 
 /// JSON-RPC 2.0 error codes used here.
@@ -109,7 +116,7 @@ pub struct JsonRpcMessage {
 /// `collection_health`, `summarize_collection`, `find_duplicates` (read-only),
 /// `archive_stale` (reversible, dry run by default); `tools/list` gives each one's
 /// argument schema. Calls run with the key's permissions (read-only keys, grants).
-#[utoipa::path(post, path = "/v1/mcp", tag = "mcp",
+#[utoipa::path(post, path = "/mcp", tag = "mcp",
     request_body = JsonRpcMessage,
     responses(
         (status = 200, description = "The JSON-RPC response to a request (errors included)",
