@@ -57,9 +57,7 @@ impl Memvault {
     /// not exist is not refused here: the operation itself answers 404, or creates it.
     pub fn authorize(&self, agent: &Agent, name: &CollectionName, access: Access) -> Result<()> {
         if access == Access::Write && agent.read_only {
-            return Err(Error::Forbidden(
-                "this API key is read-only; writes need a read-write key".to_owned(),
-            ));
+            return Err(Error::ReadOnlyKey);
         }
         let snapshot = self.tenant_handle(&agent.tenant_id)?.snapshot();
         match snapshot.collections.get(name) {
@@ -68,11 +66,11 @@ impl Memvault {
                     Access::Read => "can_read",
                     Access::Write => "can_write",
                 };
-                Err(Error::Forbidden(format!(
-                    "collection '{name}' is restricted and agent '{}' has no grant with \
-                     {needed} on it",
-                    agent.key_id
-                )))
+                Err(Error::NoGrant {
+                    collection: name.clone(),
+                    agent_key_id: agent.key_id.clone(),
+                    needed,
+                })
             }
             _ => Ok(()),
         }

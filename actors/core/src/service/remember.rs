@@ -142,14 +142,14 @@ impl Memvault {
         self.put_job(job.clone()).await?;
         self.extraction()?
             .submit((job.tenant_id.clone(), job.id.clone()))
-            .map_err(|error| Error::Unavailable(error.to_string()))?;
+            .map_err(|error| Error::ExtractionUnavailable(error.to_string()))?;
         Ok(job)
     }
 
     pub async fn extract_job(&self, tenant: &TenantId, id: &str) -> Result<ExtractJobRecord> {
         let (store, tenant, key) = (self.inner.store.clone(), tenant.clone(), id.to_owned());
         let job = blocking(move || store.job(&tenant, &key)).await?;
-        job.ok_or_else(|| Error::NotFound(format!("extract job '{id}' not found")))
+        job.ok_or_else(|| Error::JobNotFound(id.to_owned()))
     }
 
     pub(crate) async fn put_job(&self, job: ExtractJobRecord) -> Result<()> {
@@ -184,7 +184,7 @@ impl Memvault {
                             error.usage(),
                         )
                         .await;
-                        return Err(Error::Upstream(error.to_string()));
+                        return Err(Error::UpstreamFailed(error.to_string()));
                     }
                 };
                 self.record_usage(
@@ -343,10 +343,9 @@ impl Memvault {
     }
 
     fn extraction(&self) -> Result<&memvault_jobs::JobQueue<crate::extraction::ExtractionJobs>> {
-        self.inner
-            .extraction
-            .get()
-            .ok_or_else(|| Error::Unavailable("the extraction queue is not running".to_owned()))
+        self.inner.extraction.get().ok_or_else(|| {
+            Error::ExtractionUnavailable("the extraction queue is not running".to_owned())
+        })
     }
 }
 
