@@ -8,7 +8,7 @@
 //! - [`api`]: the HTTP API, one module per resource, plus extractors and OpenAPI.
 //! - [`bench`]: `memvault bench`, measurements of a real server process over HTTP.
 //! - [`eval`]: `memvault eval DIR`, retrieval quality on a BEIR folder.
-//! - [`error`]: the HTTP error type and its `{"detail": ...}` body.
+//! - [`error`]: the HTTP error type and its `{"detail": ..., "code": ...}` body.
 //!
 //! Behaviour lives in `memvault-actors`; persistence in `memvault-storage`. This crate is
 //! the edge: it parses, authenticates, validates and maps.

@@ -27,34 +27,34 @@ pub fn authenticate(parts: &Parts, state: &AppState) -> Result<Agent, ApiError> 
         return Ok(agent.clone());
     }
     let header = parts.headers.get(AUTHORIZATION).ok_or_else(|| {
-        ApiError::Unauthorized(
+        ApiError::MissingApiKey(
             "missing Authorization header; send 'Authorization: Bearer mv_...'".to_owned(),
         )
     })?;
-    let value = header
-        .to_str()
-        .map_err(|_| ApiError::Unauthorized("Authorization header is not valid text".to_owned()))?;
+    let value = header.to_str().map_err(|_| {
+        ApiError::InvalidApiKey("Authorization header is not valid text".to_owned())
+    })?;
     let (scheme, secret) = value.trim().split_once(' ').unwrap_or((value.trim(), ""));
     if !scheme.eq_ignore_ascii_case("bearer") {
-        return Err(ApiError::Unauthorized(
+        return Err(ApiError::InvalidApiKey(
             "Authorization header must use the Bearer scheme: 'Bearer mv_...'".to_owned(),
         ));
     }
     let secret = secret.trim();
     if secret.is_empty() {
-        return Err(ApiError::Unauthorized(
+        return Err(ApiError::MissingApiKey(
             "Authorization header has no API key after 'Bearer'".to_owned(),
         ));
     }
     if !secret.starts_with(KEY_PREFIX) {
-        return Err(ApiError::Unauthorized(format!(
+        return Err(ApiError::InvalidApiKey(format!(
             "malformed API key: memvault keys start with '{KEY_PREFIX}'"
         )));
     }
     state
         .service
         .authenticate(secret)
-        .ok_or_else(|| ApiError::Unauthorized("invalid or revoked API key".to_owned()))
+        .ok_or_else(|| ApiError::InvalidApiKey("invalid or revoked API key".to_owned()))
 }
 
 impl FromRequestParts<AppState> for Authenticated {
@@ -71,9 +71,7 @@ impl FromRequestParts<AppState> for Writer {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let agent = authenticate(parts, state)?;
         if agent.read_only {
-            return Err(ApiError::Forbidden(
-                "this API key is read-only; writes need a read-write key".to_owned(),
-            ));
+            return Err(memvault_core::Error::ReadOnlyKey.into());
         }
         Ok(Writer(agent))
     }
@@ -85,11 +83,7 @@ impl FromRequestParts<AppState> for Owner {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let agent = authenticate(parts, state)?;
         if !agent.owner {
-            return Err(ApiError::Forbidden(
-                "this needs the tenant's owner key; agent keys cannot manage keys, grants, \
-                 webhooks or settings"
-                    .to_owned(),
-            ));
+            return Err(ApiError::OwnerKeyRequired);
         }
         Ok(Owner(agent))
     }
@@ -101,9 +95,7 @@ impl FromRequestParts<AppState> for Admin {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let agent = authenticate(parts, state)?;
         if !agent.admin || !agent.owner {
-            return Err(ApiError::Forbidden(
-                "this endpoint needs the owner key of an admin-flagged tenant".to_owned(),
-            ));
+            return Err(ApiError::AdminKeyRequired);
         }
         Ok(Admin(agent))
     }

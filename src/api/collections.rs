@@ -34,8 +34,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// A collection name from a path that must exist: a name that cannot exist is simply not
 /// found.
 fn existing_collection(raw: &str) -> ApiResult<CollectionName> {
-    CollectionName::parse(raw)
-        .map_err(|_| ApiError::NotFound(format!("collection '{raw}' not found")))
+    CollectionName::parse(raw).map_err(|_| ApiError::CollectionNotFound(raw.to_owned()))
 }
 
 /// A collection name for writing (which may create it): an invalid name is a 422.

@@ -1,5 +1,5 @@
 //! Extractors whose rejections are our error type, so that a bad body, query or path
-//! gets `{"detail": ...}` with 422 like every other validation failure.
+//! gets `{"detail": ..., "code": ...}` with 422 like every other validation failure.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
@@ -70,7 +70,7 @@ async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes,
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::PayloadTooLarge("request body is too large".to_owned())
             } else {
-                ApiError::BadRequest(format!("cannot read request body: {rejection}"))
+                ApiError::BodyUnreadable(format!("cannot read request body: {rejection}"))
             }
         })
 }
@@ -80,7 +80,7 @@ async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes,
 pub fn parse_json_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let first = bytes.iter().find(|byte| !byte.is_ascii_whitespace());
     if matches!(first, Some(b'[')) {
-        return Err(ApiError::Validation(
+        return Err(ApiError::InvalidBody(
             "invalid request body: expected a JSON object, got an array".to_owned(),
         ));
     }
@@ -115,7 +115,7 @@ where
 /// Parses a request body into `T`; every failure is a 422 that names the field.
 pub fn parse_json_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::Validation(
+        return Err(ApiError::InvalidBody(
             "request body is empty; a JSON body is required".to_owned(),
         ));
     }
@@ -124,14 +124,14 @@ pub fn parse_json_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError>
         let path = error.path().to_string();
         let inner = error.into_inner();
         if path.is_empty() || path == "." {
-            ApiError::Validation(format!("invalid request body: {inner}"))
+            ApiError::InvalidBody(format!("invalid request body: {inner}"))
         } else {
-            ApiError::Validation(format!("invalid request body at {path}: {inner}"))
+            ApiError::InvalidBody(format!("invalid request body at {path}: {inner}"))
         }
     })?;
     deserializer
         .end()
-        .map_err(|error| ApiError::Validation(format!("invalid request body: {error}")))?;
+        .map_err(|error| ApiError::InvalidBody(format!("invalid request body: {error}")))?;
     Ok(value)
 }
 
@@ -148,7 +148,7 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let Query(value) = Query::<T>::from_request_parts(parts, state)
             .await
-            .map_err(|rejection| ApiError::Validation(rejection.body_text()))?;
+            .map_err(|rejection| ApiError::InvalidQuery(rejection.body_text()))?;
         Ok(ApiQuery(value))
     }
 }
@@ -166,7 +166,7 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let Path(value) = Path::<T>::from_request_parts(parts, state)
             .await
-            .map_err(|rejection| ApiError::Validation(rejection.body_text()))?;
+            .map_err(|rejection| ApiError::InvalidPath(rejection.body_text()))?;
         Ok(ApiPath(value))
     }
 }
@@ -185,7 +185,7 @@ mod tests {
 
     fn detail(bytes: &[u8]) -> String {
         match parse_json_body::<Probe>(bytes) {
-            Err(ApiError::Validation(detail)) => detail,
+            Err(ApiError::InvalidBody(detail)) => detail,
             other => panic!("expected a validation error, got {other:?}"),
         }
     }
@@ -203,7 +203,7 @@ mod tests {
     #[test]
     fn an_object_body_is_not_read_from_an_array() {
         match parse_json_object::<Probe>(br#" ["a", 1]"#) {
-            Err(ApiError::Validation(detail)) => assert!(detail.contains("JSON object")),
+            Err(ApiError::InvalidBody(detail)) => assert!(detail.contains("JSON object")),
             other => panic!("expected a validation error, got {other:?}"),
         }
         let probe: Probe = parse_json_object(br#"{"text": "a"}"#).unwrap();

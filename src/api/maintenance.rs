@@ -406,7 +406,12 @@ pub async fn memory_health(
     let service = state.service.clone();
     let total = tokio::task::spawn_blocking(move || service.service_health(days))
         .await
-        .map_err(|error| ApiError::Unavailable(format!("health did not complete: {error}")))?;
+        .map_err(|error| {
+            ApiError::from(memvault_core::Error::TaskFailed {
+                task: "health",
+                reason: error.to_string(),
+            })
+        })?;
     Ok(Json(MemoryHealthResponse {
         tenants: total.tenants,
         collections: total.collections,

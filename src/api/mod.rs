@@ -167,7 +167,11 @@ async fn fallback(State(state): State<AppState>, request: Request) -> Response {
             return error.into_response();
         }
     }
-    ApiError::NotFound(format!("no route for {} {path}", parts.method)).into_response()
+    ApiError::RouteNotFound {
+        method: parts.method.clone(),
+        path: path.to_owned(),
+    }
+    .into_response()
 }
 
 async fn method_not_allowed(method: Method, request: Request) -> Response {

@@ -19,7 +19,8 @@ use crate::error::ErrorBody;
         title = "memvault",
         version = "0.1.0",
         description = "Self-hosted, multi-tenant long-term memory service for AI agents. \
-            Every error is `{\"detail\": \"...\"}`; validation failures are 422."
+            Every error is `{\"detail\": \"...\", \"code\": \"...\"}`: `code` is stable \
+            and listed, with its status, in the `ErrorBody` schema; validation failures are 422."
     ),
     components(schemas(ErrorBody)),
     tags(

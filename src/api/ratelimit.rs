@@ -88,7 +88,7 @@ pub async fn limit(State(state): State<AppState>, request: Request, next: Next) 
         None
     };
     if let Some((decision, now)) = decision.filter(|(decision, _)| !decision.allowed) {
-        let mut response = ApiError::TooManyRequests(format!(
+        let mut response = ApiError::RateLimited(format!(
             "rate limit of {} requests per minute for this API key exceeded; retry in {} s",
             decision.limit,
             decision.retry_after(now)

@@ -123,5 +123,5 @@ pub async fn remove(State(state): State<AppState>, Owner(agent): Owner) -> ApiRe
 }
 
 fn not_configured() -> ApiError {
-    ApiError::NotFound("no webhook configured".to_owned())
+    ApiError::WebhookNotFound
 }

@@ -8,6 +8,7 @@ mod access;
 mod basics;
 mod collections;
 mod durability;
+mod errors;
 mod graph;
 mod isolation;
 mod keys;

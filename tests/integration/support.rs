@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use memvault::config::Config;
 use memvault::server;
 use memvault_types::clock::{Clock, SystemClock};
+use memvault_types::ErrorCode;
 use reqwest::blocking::{Client as HttpClient, Response};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -222,10 +223,19 @@ pub fn expect_status(response: Response, status: u16) -> Value {
     }
 }
 
-/// Asserts an error status with a `{"detail": string}` body; returns the detail.
+/// Asserts an error status with a `{"detail": string, "code": string}` body whose code is
+/// in the code table with this status; returns the detail.
 #[track_caller]
 pub fn expect_error(response: Response, status: u16) -> String {
     let body = expect_status(response, status);
+    let code = body["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("error body without a string code: {body}"));
+    let listed = ErrorCode::ALL
+        .iter()
+        .find(|listed| listed.as_str() == code)
+        .unwrap_or_else(|| panic!("error code {code} is not in the code table: {body}"));
+    assert_eq!(listed.status(), status, "{code} has another status: {body}");
     body["detail"]
         .as_str()
         .unwrap_or_else(|| panic!("error body without a string detail: {body}"))

@@ -1,5 +1,5 @@
 //! Calling an actor with a timeout, its failures mapped to the crate's errors: a mailbox
-//! that is gone becomes `Unavailable` (503), a timeout `Timeout` (504).
+//! that is gone becomes `Restarting` or `ActorStopped` (503), a timeout `ActorTimeout` (504).
 
 use std::time::Duration;
 
@@ -20,13 +20,13 @@ where
 {
     match actor.call(build, Some(timeout)).await {
         Ok(CallResult::Success(result)) => result,
-        Ok(CallResult::Timeout) => Err(Error::Timeout(what.to_owned())),
-        Ok(CallResult::SenderError) => Err(Error::Unavailable(format!(
-            "{what} stopped while handling the request; retry shortly"
-        ))),
-        Err(_) => Err(Error::Unavailable(format!(
-            "{what} is restarting; retry shortly"
-        ))),
+        Ok(CallResult::Timeout) => Err(Error::ActorTimeout(what.to_owned())),
+        Ok(CallResult::SenderError) => Err(Error::ActorStopped {
+            what: what.to_owned(),
+        }),
+        Err(_) => Err(Error::Restarting {
+            what: what.to_owned(),
+        }),
     }
 }
 
@@ -36,8 +36,9 @@ pub async fn blocking<T: Send + 'static>(
 ) -> Result<T> {
     match tokio::task::spawn_blocking(work).await {
         Ok(result) => Ok(result?),
-        Err(join_error) => Err(Error::Unavailable(format!(
-            "storage task did not complete: {join_error}"
-        ))),
+        Err(join_error) => Err(Error::TaskFailed {
+            task: "storage task",
+            reason: join_error.to_string(),
+        }),
     }
 }

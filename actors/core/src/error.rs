@@ -1,38 +1,190 @@
-//! The actors crate's one error type. The HTTP edge maps each variant to a status with a
-//! `match` that has no catch-all arm.
-
-use memvault_storage::StorageError;
+//! The core crate's one error type: one variant per domain fact a client may act on, each
+//! with a stable [`ErrorCode`] (`code()`, a `match` without a catch-all arm, so a new
+//! variant does not compile until it has a code). The HTTP status is the code's, from the
+//! one table in `memvault_types::error_code`. The `Display` text is the `detail` clients
+//! see, so a text built in several places is built here once.
 
 use memvault_embed::EmbeddingError;
+use memvault_storage::{CollectionName, StorageError, TenantId};
+use memvault_types::ErrorCode;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A collection, memory or tenant that does not exist (for this tenant).
-    #[error("{0}")]
-    NotFound(String),
-    /// A request that conflicts with the current state, e.g. creating an existing collection.
-    #[error("{0}")]
-    Conflict(String),
-    /// The caller's key may not do this: a read-only key writing, or an agent without the
-    /// needed grant on a restricted collection.
-    #[error("{0}")]
-    Forbidden(String),
-    /// A request that is well-formed but not allowed by the current state.
+    #[error("tenant {0} not found")]
+    TenantNotFound(TenantId),
+    #[error("collection '{0}' not found")]
+    CollectionNotFound(CollectionName),
+    #[error("memory '{id}' not found in collection '{collection}'")]
+    MemoryNotFound {
+        collection: CollectionName,
+        id: String,
+    },
+    /// An API key the URL names (revoke, rotate) that this tenant does not have.
+    #[error("key '{0}' not found")]
+    KeyNotFound(String),
+    /// A grant names a key that this tenant does not have.
+    #[error("no API key '{0}' in this tenant (see GET /v1/memory/agents)")]
+    GrantKeyNotFound(String),
+    #[error("collection '{collection}' has no grant for agent '{agent_key_id}'")]
+    GrantNotFound {
+        collection: CollectionName,
+        agent_key_id: String,
+    },
+    #[error("extract job '{0}' not found")]
+    JobNotFound(String),
+
+    #[error("a tenant with email '{email}' already exists")]
+    TenantExists { email: String },
+    #[error("collection '{0}' already exists")]
+    CollectionExists(CollectionName),
+    #[error("key '{0}' is already revoked")]
+    KeyRevoked(String),
+    /// A grant for a key that is revoked or expired.
+    #[error("key '{0}' is revoked or expired; grants are for active keys")]
+    KeyInactive(String),
+    #[error(
+        "key '{0}' is the tenant's last active key and cannot be revoked; create another key first"
+    )]
+    LastActiveKey(String),
+    #[error(
+        "key '{0}' is the tenant's owner key and cannot be revoked; rotate it instead \
+         (POST /v1/memory/admin/rotate-key)"
+    )]
+    OwnerKeyNotRevocable(String),
+
+    #[error("this API key is read-only; writes need a read-write key")]
+    ReadOnlyKey,
+    /// An agent without the needed grant (`can_read` or `can_write`) on a restricted
+    /// collection.
+    #[error(
+        "collection '{collection}' is restricted and agent '{agent_key_id}' has no grant with \
+         {needed} on it"
+    )]
+    NoGrant {
+        collection: CollectionName,
+        agent_key_id: String,
+        needed: &'static str,
+    },
+
+    /// A well-formed request with a value the rules do not allow; the text names the field.
     #[error("{0}")]
     Invalid(String),
-    /// The actor that owns the resource is restarting or gone; retrying later may succeed.
+    /// The webhook URL failed the SSRF guard or is not an http(s) URL; the text says why.
     #[error("{0}")]
-    Unavailable(String),
-    /// The owning actor did not answer within the call timeout.
+    WebhookTargetRejected(String),
+    /// An LLM client cannot be built from a configuration (`what`: which one).
+    #[error("{what} cannot be set up: {reason}")]
+    LlmConfigInvalid { what: &'static str, reason: String },
+    #[error("the LLM self-test failed, so the configuration was not saved: {0}")]
+    LlmSelfTestFailed(String),
+    #[error(
+        "model '{model}' is not offered by this server's LLM; use '{offered}' or a model \
+         priced in its [llm.prices]"
+    )]
+    ModelNotOffered { model: String, offered: String },
+
+    /// The actor that owns the resource is gone for now (`what`: "the tenant",
+    /// "collection 'x'"); retrying later may succeed.
+    #[error("{what} is restarting; retry shortly")]
+    Restarting { what: String },
+    /// The actor failed while handling the call.
+    #[error("{what} stopped while handling the request; retry shortly")]
+    ActorStopped { what: String },
+    /// An actor or queue could not be started (`what`: which one).
+    #[error("{what} could not be started: {reason}")]
+    StartFailed { what: String, reason: String },
+    /// Blocking or background work (`task`: "storage task", "search", ...) panicked or was
+    /// cancelled.
+    #[error("{task} did not complete: {reason}")]
+    TaskFailed { task: &'static str, reason: String },
+    #[error("the search index failed: {0}")]
+    IndexFailed(String),
+    /// The collection's state names a memory the store does not have; the actor restarts.
+    #[error("memory '{0}' is in the collection's state but not in the store")]
+    MemoryNotInStore(String),
+    /// The extraction queue is not running or refused the job; the text says which.
+    #[error("{0}")]
+    ExtractionUnavailable(String),
+    #[error("this server has no encryption key, so it cannot store LLM credentials")]
+    EncryptionKeyMissing,
+    /// The tenant's sealed LLM key cannot be opened (`reason` continues "the stored LLM
+    /// key ...").
+    #[error("the stored LLM key {reason}")]
+    LlmKeyUnreadable { reason: String },
+    #[error(
+        "no LLM is configured for the chat proxy: set the server's [llm] base_url, or your \
+         own LLM with PUT /v1/memory/extraction/config"
+    )]
+    LlmNotConfigured,
+    #[error(
+        "the monthly LLM spend cap (${cap_usd:.2}) is reached, so the chat proxy is paused; \
+         raise it with PUT /v1/memory/spend-cap"
+    )]
+    SpendCapReached { cap_usd: f64 },
+
+    /// The owning actor did not answer within the call timeout (`0`: which actor).
     #[error("the request timed out waiting for {0}")]
-    Timeout(String),
-    /// An outside service the request depends on (an LLM) failed or answered nonsense.
+    ActorTimeout(String),
+    #[error("the request timed out waiting for the upstream LLM")]
+    UpstreamTimeout,
+    /// An LLM the request depends on failed or answered nonsense; the text says how.
     #[error("{0}")]
-    Upstream(String),
+    UpstreamFailed(String),
+
     #[error(transparent)]
     Storage(#[from] StorageError),
     #[error(transparent)]
     Embedding(#[from] EmbeddingError),
+}
+
+impl Error {
+    /// The stable code clients see; its status comes from the code table.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::TenantNotFound(_) => ErrorCode::TenantNotFound,
+            Error::CollectionNotFound(_) => ErrorCode::CollectionNotFound,
+            Error::MemoryNotFound { .. } => ErrorCode::MemoryNotFound,
+            Error::KeyNotFound(_) | Error::GrantKeyNotFound(_) => ErrorCode::KeyNotFound,
+            Error::GrantNotFound { .. } => ErrorCode::GrantNotFound,
+            Error::JobNotFound(_) => ErrorCode::JobNotFound,
+            Error::TenantExists { .. } => ErrorCode::TenantExists,
+            Error::CollectionExists(_) => ErrorCode::CollectionExists,
+            Error::KeyRevoked(_) => ErrorCode::KeyRevoked,
+            Error::KeyInactive(_) => ErrorCode::KeyInactive,
+            Error::LastActiveKey(_) => ErrorCode::LastActiveKey,
+            Error::OwnerKeyNotRevocable(_) => ErrorCode::OwnerKeyNotRevocable,
+            Error::ReadOnlyKey => ErrorCode::ReadOnlyKey,
+            Error::NoGrant { .. } => ErrorCode::NoGrant,
+            Error::Invalid(_) => ErrorCode::ValidationFailed,
+            Error::WebhookTargetRejected(_) => ErrorCode::WebhookTargetRejected,
+            Error::LlmConfigInvalid { .. } => ErrorCode::LlmConfigInvalid,
+            Error::LlmSelfTestFailed(_) => ErrorCode::LlmSelfTestFailed,
+            Error::ModelNotOffered { .. } => ErrorCode::ModelNotOffered,
+            Error::Restarting { .. } | Error::ActorStopped { .. } | Error::StartFailed { .. } => {
+                ErrorCode::ActorUnavailable
+            }
+            Error::TaskFailed { .. } => ErrorCode::TaskFailed,
+            Error::IndexFailed(_) => ErrorCode::IndexFailed,
+            Error::MemoryNotInStore(_) => ErrorCode::StoreInconsistent,
+            Error::ExtractionUnavailable(_) => ErrorCode::ExtractionUnavailable,
+            Error::EncryptionKeyMissing => ErrorCode::EncryptionKeyMissing,
+            Error::LlmKeyUnreadable { .. } => ErrorCode::LlmKeyUnreadable,
+            Error::LlmNotConfigured => ErrorCode::LlmNotConfigured,
+            Error::SpendCapReached { .. } => ErrorCode::SpendCapReached,
+            Error::ActorTimeout(_) => ErrorCode::ActorTimeout,
+            Error::UpstreamTimeout => ErrorCode::UpstreamTimeout,
+            Error::UpstreamFailed(_) => ErrorCode::UpstreamFailed,
+            Error::Storage(_) | Error::Embedding(_) => ErrorCode::InternalError,
+        }
+    }
+
+    /// Whether the thing asked for (its tenant, collection or memory) does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(
+            self,
+            Error::TenantNotFound(_) | Error::CollectionNotFound(_) | Error::MemoryNotFound { .. }
+        )
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

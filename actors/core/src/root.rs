@@ -69,8 +69,9 @@ async fn spawn_tenant(
     let id = handle.snapshot().record.id.clone();
     let (actor, _) = Actor::spawn_linked(None, TenantActor, args, myself.get_cell())
         .await
-        .map_err(|error| {
-            Error::Unavailable(format!("tenant {id} could not be started: {error}"))
+        .map_err(|error| Error::StartFailed {
+            what: format!("tenant {id}"),
+            reason: error.to_string(),
         })?;
     state.children.insert(actor.get_id(), id);
     handle.actor.store(Some(Arc::new(actor)));
@@ -90,7 +91,10 @@ async fn create_tenant(
         store.put_api_key(&key)
     })
     .await
-    .map_err(|error| Error::Unavailable(format!("storage task did not complete: {error}")))??;
+    .map_err(|error| Error::TaskFailed {
+        task: "storage task",
+        reason: error.to_string(),
+    })??;
     let handle = TenantHandle::new(record.clone());
     spawn_tenant(myself, state, &handle).await?;
     state.tenants.insert(record.id, handle.clone());

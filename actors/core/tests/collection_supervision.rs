@@ -266,7 +266,7 @@ async fn failed_collection_actor_restarts_with_state_from_the_store() {
     assert!(matches!(failed, Err(Error::Storage(_))), "{failed:?}");
     store.failing.store(false, Ordering::SeqCst);
 
-    // Until the restart, writes fail fast with Unavailable (503), never hang.
+    // Until the restart, writes fail fast with Restarting (503), never hang.
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut saw_unavailable = false;
     let recovered = loop {
@@ -276,7 +276,7 @@ async fn failed_collection_actor_restarts_with_state_from_the_store() {
             .await
         {
             Ok(created) => break created,
-            Err(Error::Unavailable(_)) => saw_unavailable = true,
+            Err(Error::Restarting { .. } | Error::ActorStopped { .. }) => saw_unavailable = true,
             Err(other) => panic!("unexpected error while restarting: {other}"),
         }
         assert!(

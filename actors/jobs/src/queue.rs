@@ -184,6 +184,9 @@ struct SupervisorArgs<K: JobKind> {
     unfinished: Vec<Pending<K::Key>>,
 }
 
+/// A busy worker and the job it holds.
+type Busy<K> = (ActorRef<WorkerMessage<K>>, Pending<<K as JobKind>::Key>);
+
 /// Consecutive failures of one group, and until when it is paused.
 #[derive(Debug, Default)]
 struct GroupState {
@@ -203,7 +206,7 @@ struct SupervisorState<K: JobKind> {
     sequence: u64,
     idle: Vec<ActorRef<WorkerMessage<K>>>,
     /// Busy workers and the job each holds (to settle it if the worker dies).
-    busy: HashMap<ActorId, (ActorRef<WorkerMessage<K>>, Pending<K::Key>)>,
+    busy: HashMap<ActorId, Busy<K>>,
     /// Consecutive worker deaths, for the restart back-off.
     worker_failures: u32,
     /// Failure counts and pauses by group; only groups that failed are here.

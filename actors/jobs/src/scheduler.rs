@@ -163,7 +163,7 @@ mod tests {
             move || {
                 let call = seen.fetch_add(1, Ordering::Relaxed);
                 async move {
-                    if call % 2 == 0 {
+                    if call.is_multiple_of(2) {
                         Err("even call".to_owned())
                     } else {
                         Ok(())

@@ -10,7 +10,7 @@
 //! Why not rmcp (the official Rust SDK): its `StreamableHttpService` is a tower service
 //! with its own request pipeline. Our contract needs the edge's own pieces on this route:
 //! the bearer key turned into our `Agent` by the rate-limit layer, a 401 with
-//! `WWW-Authenticate` and a `{"detail"}` body, the audit and metrics layers keyed by the
+//! `WWW-Authenticate` and a `{"detail", "code"}` body, the audit and metrics layers keyed by the
 //! matched route, `-32602` for an unknown tool or arguments that fail the tool's schema,
 //! and a 4xx (never a 500) for any client input; rmcp also refuses Host headers that are
 //! not loopback by default (`allowed_hosts`). The stateless subset is small: one request

@@ -140,23 +140,14 @@ async fn run(name: &str, state: &AppState, agent: &Agent, arguments: &Arguments<
     }
 }
 
-/// The text of an `isError` result: the status the REST API would have answered and why.
+/// The text of an `isError` result: the status and code the REST API would have answered,
+/// and why.
 fn failure_text(tool: &str, error: ApiError) -> String {
     let status = error.status();
-    let detail = match error {
-        ApiError::Internal(cause) => {
-            tracing::error!(%cause, tool, "mcp tool failed");
-            "internal error".to_owned()
-        }
-        other => {
-            if status.is_server_error() {
-                tracing::warn!(cause = %other, tool, "mcp tool not served");
-            }
-            other.to_string()
-        }
-    };
+    let code = error.code();
+    let detail = error.detail_logged(tool);
     format!(
-        "{tool} failed: {} {}: {detail}",
+        "{tool} failed: {} {} ({code}): {detail}",
         status.as_u16(),
         status.canonical_reason().unwrap_or("error")
     )

@@ -5,11 +5,14 @@
 //! - [`limits`]: SPEC.md's limits, in one place.
 //! - [`clock`]: the service's source of "now", movable in tests.
 //! - [`backoff`]: the one back-off policy, [`Backoff`].
+//! - [`error_code`]: every API error code with its HTTP status, [`ErrorCode`].
 //!
 //! No I/O and no async: every other crate of the workspace may depend on this one.
 
 pub mod backoff;
 pub mod clock;
+pub mod error_code;
 pub mod limits;
 
 pub use backoff::Backoff;
+pub use error_code::ErrorCode;

@@ -32,13 +32,7 @@ async fn load(state: &CollectionState, ids: Vec<String>) -> Result<Vec<StoredMem
     .await?;
     loaded
         .into_iter()
-        .map(|(id, memory)| {
-            memory.ok_or_else(|| {
-                Error::Unavailable(format!(
-                    "memory '{id}' is in the collection's state but not in the store"
-                ))
-            })
-        })
+        .map(|(id, memory)| memory.ok_or_else(|| Error::MemoryNotInStore(id.clone())))
         .collect()
 }
 
@@ -76,7 +70,10 @@ pub(super) async fn dedup(
         find_duplicates(&candidates, threshold)
     })
     .await
-    .map_err(|error| Error::Unavailable(format!("dedup did not complete: {error}")))?;
+    .map_err(|error| Error::TaskFailed {
+        task: "dedup",
+        reason: error.to_string(),
+    })?;
     let clusters: Vec<ReportCluster> = clusters
         .into_iter()
         .map(|cluster| ReportCluster {

@@ -124,10 +124,10 @@ impl CollectionState {
     }
 
     fn not_found(&self, id: &str) -> Error {
-        Error::NotFound(format!(
-            "memory '{id}' not found in collection '{}'",
-            self.name()
-        ))
+        Error::MemoryNotFound {
+            collection: self.name().clone(),
+            id: id.to_owned(),
+        }
     }
 
     fn directory(&self) -> Option<std::path::PathBuf> {
@@ -188,8 +188,9 @@ fn settle<T>(
     state: &mut CollectionState,
 ) -> Result<(), ActorProcessingErr> {
     let storage_failure = match &result {
-        Err(Error::Storage(error)) => Some(error.to_string()),
-        Err(Error::Unavailable(reason)) => Some(reason.clone()),
+        Err(
+            error @ (Error::Storage(_) | Error::MemoryNotInStore(_) | Error::TaskFailed { .. }),
+        ) => Some(error.to_string()),
         _ => None,
     };
     // A caller that timed out has dropped its port; nothing is lost by ignoring that.
@@ -484,9 +485,7 @@ async fn update(
         id.to_owned(),
     );
     let Some(mut stored) = blocking(move || store.memory(&tenant, &name, &key)).await? else {
-        return Err(Error::Unavailable(format!(
-            "memory '{id}' is in the collection's state but not in the store"
-        )));
+        return Err(Error::MemoryNotInStore(id.to_owned()));
     };
     let touches_content = change.touches_content();
     let old_key = stored.record.index_key;
@@ -644,9 +643,7 @@ async fn remember(
                 );
                 let Some(mut old) = blocking(move || store.memory(&tenant, &name, &key)).await?
                 else {
-                    return Err(Error::Unavailable(format!(
-                        "memory '{id}' is in the collection's state but not in the store"
-                    )));
+                    return Err(Error::MemoryNotInStore(id.clone()));
                 };
                 old.record.superseded_by = Some(successor);
                 old.record.superseded_at = Some(now);

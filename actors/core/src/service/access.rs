@@ -177,9 +177,7 @@ impl Memvault {
         access: Access,
     ) -> Result<()> {
         if access == Access::Write && agent.read_only {
-            return Err(Error::Forbidden(
-                "this API key is read-only; writes need a read-write key".to_owned(),
-            ));
+            return Err(Error::ReadOnlyKey);
         }
         let snapshot = self.tenant_handle(&agent.tenant_id)?.snapshot();
         match snapshot.collections.get(name) {
@@ -188,11 +186,11 @@ impl Memvault {
                     Access::Read => "can_read",
                     Access::Write => "can_write",
                 };
-                Err(Error::Forbidden(format!(
-                    "collection '{name}' is restricted and agent '{}' has no grant with \
-                     {needed} on it",
-                    agent.key_id
-                )))
+                Err(Error::NoGrant {
+                    collection: name.clone(),
+                    agent_key_id: agent.key_id.clone(),
+                    needed,
+                })
             }
             _ => Ok(()),
         }

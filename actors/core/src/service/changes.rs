@@ -65,6 +65,9 @@ impl Memvault {
             }
         })
         .await
-        .map_err(|error| Error::Unavailable(format!("the change scan did not complete: {error}")))
+        .map_err(|error| Error::TaskFailed {
+            task: "the change scan",
+            reason: error.to_string(),
+        })
     }
 }

@@ -132,7 +132,10 @@ impl Intelligence {
     pub(crate) fn new(config: IntelligenceConfig) -> Result<Self> {
         let platform = match &config.platform {
             Some(llm) => Some(Arc::new(OpenAiClient::new(llm.clone()).map_err(|error| {
-                Error::Invalid(format!("the platform LLM cannot be set up: {error}"))
+                Error::LlmConfigInvalid {
+                    what: "the platform LLM",
+                    reason: error.to_string(),
+                }
             })?) as Arc<dyn Llm>),
             None => None,
         };
@@ -144,11 +147,10 @@ impl Intelligence {
     }
 
     pub(crate) fn secrets(&self) -> Result<&SecretBox> {
-        self.config.secrets.as_deref().ok_or_else(|| {
-            Error::Unavailable(
-                "this server has no encryption key, so it cannot store LLM credentials".to_owned(),
-            )
-        })
+        self.config
+            .secrets
+            .as_deref()
+            .ok_or_else(|| Error::EncryptionKeyMissing)
     }
 
     pub(crate) fn own_client(
@@ -161,7 +163,10 @@ impl Intelligence {
             timeout: self.config.own_llm_timeout,
             ..LlmConfig::new(base_url, model, Some(api_key.to_owned()))
         })
-        .map_err(|error| Error::Invalid(format!("the LLM client cannot be set up: {error}")))
+        .map_err(|error| Error::LlmConfigInvalid {
+            what: "the LLM client",
+            reason: error.to_string(),
+        })
     }
 
     pub(crate) fn forget_own(&self, tenant: &TenantId) {
@@ -218,13 +223,12 @@ impl Memvault {
         let key = intelligence
             .secrets()?
             .open(&record.api_key_sealed)
-            .map_err(|error| {
-                Error::Unavailable(format!(
-                    "the stored LLM key cannot be decrypted (was the encryption key changed?): {error}"
-                ))
+            .map_err(|error| Error::LlmKeyUnreadable {
+                reason: format!("cannot be decrypted (was the encryption key changed?): {error}"),
             })?;
-        let key = String::from_utf8(key)
-            .map_err(|_| Error::Unavailable("the stored LLM key is not text".to_owned()))?;
+        let key = String::from_utf8(key).map_err(|_| Error::LlmKeyUnreadable {
+            reason: "is not text".to_owned(),
+        })?;
         let client: Arc<dyn Llm> =
             Arc::new(intelligence.own_client(&record.base_url, &record.model, &key)?);
         intelligence

@@ -75,7 +75,7 @@ impl Memvault {
             .keys
             .get(&agent.key_id)
             .cloned()
-            .ok_or_else(|| Error::NotFound(format!("key '{}' not found", agent.key_id)))?;
+            .ok_or_else(|| Error::KeyNotFound(agent.key_id.clone()))?;
         let secret = generate_key_secret();
         let new = new_key_record(
             &agent.tenant_id,

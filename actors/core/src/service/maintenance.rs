@@ -9,7 +9,7 @@ use memvault_storage::{CollectionName, MemoryRecord, TenantId};
 use super::access::{CollectionAccess, Read, Sweep};
 use super::Memvault;
 use crate::collection::{stale_cutoff, CollectionHealth, CollectionMessage, CollectionSnapshot};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::maintenance::dedup::DedupReport;
 use crate::maintenance::extractive::{extractive_summary, SummaryItem};
 use crate::maintenance::{CachedSummary, CollectionSummary};
@@ -79,7 +79,7 @@ impl Memvault {
         let (tenant, collection) = (access.tenant(), access.collection());
         match self.collection_entry(tenant, collection) {
             Ok(entry) => Ok(Some(entry.handle.snapshot().health(self.now(), stale_days))),
-            Err(Error::NotFound(_)) => Ok(None),
+            Err(error) if error.is_not_found() => Ok(None),
             Err(error) => Err(error),
         }
     }
@@ -116,7 +116,7 @@ impl Memvault {
         let (tenant, collection) = (access.tenant(), access.collection());
         let handle = match self.collection_entry(tenant, collection) {
             Ok(entry) => entry.handle,
-            Err(Error::NotFound(_)) => return Ok(None),
+            Err(error) if error.is_not_found() => return Ok(None),
             Err(error) => return Err(error),
         };
         let snapshot = handle.snapshot();

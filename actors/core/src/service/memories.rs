@@ -206,8 +206,9 @@ impl Memvault {
         );
         let stored = tokio::task::spawn_blocking(move || store.memory(&owner, &source_name, &key))
             .await
-            .map_err(|error| {
-                Error::Unavailable(format!("storage task did not complete: {error}"))
+            .map_err(|error| Error::TaskFailed {
+                task: "storage task",
+                reason: error.to_string(),
             })??
             .ok_or_else(|| memory_not_found(id, from))?;
         let from_name = from.clone();
@@ -229,7 +230,8 @@ impl Memvault {
 }
 
 fn memory_not_found(id: &str, collection: &CollectionName) -> Error {
-    Error::NotFound(format!(
-        "memory '{id}' not found in collection '{collection}'"
-    ))
+    Error::MemoryNotFound {
+        collection: collection.clone(),
+        id: id.to_owned(),
+    }
 }

@@ -175,7 +175,7 @@ impl Remember for GraphWriter {
         let inner = self
             .0
             .upgrade()
-            .ok_or_else(|| Error::Unavailable("the service is stopping".to_owned()))?;
+            .ok_or_else(|| Error::ExtractionUnavailable("the service is stopping".to_owned()))?;
         Memvault { inner }
             .remember_as(tenant, created_by, collection, input)
             .await
@@ -238,9 +238,13 @@ impl Memvault {
             events: events.clone(),
         };
         let intelligence = intelligence::Intelligence::new(config.intelligence.clone())?;
-        let (root, _) = Actor::spawn(None, RootActor, args)
-            .await
-            .map_err(|error| Error::Unavailable(format!("actor system did not start: {error}")))?;
+        let (root, _) =
+            Actor::spawn(None, RootActor, args)
+                .await
+                .map_err(|error| Error::StartFailed {
+                    what: "the actor system".to_owned(),
+                    reason: error.to_string(),
+                })?;
         // After the root actor: delivery resumes the outbox, which needs every tenant's
         // webhook, and the tenants are loaded by then.
         let deliveries = WebhookDeliveries::new(
@@ -249,10 +253,16 @@ impl Memvault {
             config.intelligence.secrets.clone(),
             config.webhooks.clone(),
         )
-        .map_err(|error| Error::Unavailable(format!("webhook delivery did not start: {error}")))?;
+        .map_err(|error| Error::StartFailed {
+            what: "webhook delivery".to_owned(),
+            reason: error.to_string(),
+        })?;
         let webhooks = JobQueue::start(Arc::new(deliveries), CONCURRENT_ATTEMPTS)
             .await
-            .map_err(|error| Error::Unavailable(error.to_string()))?;
+            .map_err(|error| Error::StartFailed {
+                what: "the webhook delivery queue".to_owned(),
+                reason: error.to_string(),
+            })?;
         let recorder = tokio::spawn(record_events(
             events.subscribe(),
             store.clone(),
@@ -297,7 +307,10 @@ impl Memvault {
         let kind = ExtractionJobs::new(self.inner.store.clone(), remember);
         let queue = JobQueue::start(Arc::new(kind), self.inner.config.extraction_workers)
             .await
-            .map_err(|error| Error::Unavailable(error.to_string()))?;
+            .map_err(|error| Error::StartFailed {
+                what: "the extraction queue".to_owned(),
+                reason: error.to_string(),
+            })?;
         let _ = self.inner.extraction.set(queue);
         Ok(())
     }
@@ -411,7 +424,7 @@ impl Memvault {
             .tenants
             .get(tenant)
             .map(|entry| entry.clone())
-            .ok_or_else(|| Error::NotFound(format!("tenant {tenant} not found")))
+            .ok_or_else(|| Error::TenantNotFound(tenant.clone()))
     }
 
     fn collection_entry(
@@ -424,7 +437,7 @@ impl Memvault {
             .collections
             .get(name)
             .cloned()
-            .ok_or_else(|| Error::NotFound(format!("collection '{name}' not found")))
+            .ok_or_else(|| Error::CollectionNotFound(name.clone()))
     }
 
     async fn call_tenant<T: Send + 'static>(
@@ -433,8 +446,8 @@ impl Memvault {
         build: impl FnOnce(ractor::RpcReplyPort<Result<T>>) -> TenantMessage,
     ) -> Result<T> {
         let handle = self.tenant_handle(tenant)?;
-        let actor = handle.actor.load_full().ok_or_else(|| {
-            Error::Unavailable("the tenant is restarting; retry shortly".to_owned())
+        let actor = handle.actor.load_full().ok_or_else(|| Error::Restarting {
+            what: "the tenant".to_owned(),
         })?;
         call_actor(&actor, build, self.inner.config.call_timeout, "the tenant").await
     }
@@ -444,11 +457,8 @@ impl Memvault {
         handle: &CollectionHandle,
         build: impl FnOnce(ractor::RpcReplyPort<Result<T>>) -> CollectionMessage,
     ) -> Result<T> {
-        let actor = handle.actor.load_full().ok_or_else(|| {
-            Error::Unavailable(format!(
-                "collection '{}' is restarting; retry shortly",
-                handle.name
-            ))
+        let actor = handle.actor.load_full().ok_or_else(|| Error::Restarting {
+            what: format!("collection '{}'", handle.name),
         })?;
         call_actor(
             &actor,

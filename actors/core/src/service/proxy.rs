@@ -84,31 +84,22 @@ impl Memvault {
         let user_text = last_user_text(&request.messages)?;
         let tenant = &agent.tenant_id;
         let choice = self.llm_for(tenant, Purpose::Proxy).await?;
-        let llm =
-            match &choice {
-                LlmChoice::Own(llm) | LlmChoice::Platform(llm) => llm.clone(),
-                LlmChoice::OverCap { cap_usd } => {
-                    return Err(Error::Unavailable(format!(
-                        "the monthly LLM spend cap (${cap_usd:.2}) is reached, so the chat proxy \
-                     is paused; raise it with PUT /v1/memory/spend-cap"
-                    )))
-                }
-                LlmChoice::Unconfigured => return Err(Error::Unavailable(
-                    "no LLM is configured for the chat proxy: set the server's [llm] base_url, \
-                     or your own LLM with PUT /v1/memory/extraction/config"
-                        .to_owned(),
-                )),
-            };
+        let llm = match &choice {
+            LlmChoice::Own(llm) | LlmChoice::Platform(llm) => llm.clone(),
+            LlmChoice::OverCap { cap_usd } => {
+                return Err(Error::SpendCapReached { cap_usd: *cap_usd })
+            }
+            LlmChoice::Unconfigured => return Err(Error::LlmNotConfigured),
+        };
         let model = request
             .model
             .clone()
             .unwrap_or_else(|| llm.model().to_owned());
         if !choice.is_own() && model != llm.model() && !self.inner.intelligence.has_price(&model) {
-            return Err(Error::Invalid(format!(
-                "model '{model}' is not offered by this server's LLM; use '{}' or a model \
-                 priced in its [llm.prices]",
-                llm.model()
-            )));
+            return Err(Error::ModelNotOffered {
+                model,
+                offered: llm.model().to_owned(),
+            });
         }
         let memories_used = self.memories_for(agent, &request, &user_text).await?;
 
@@ -233,11 +224,11 @@ impl Memvault {
 
 fn upstream_error(error: LlmError) -> Error {
     match error {
-        LlmError::Timeout => Error::Timeout("the upstream LLM".to_owned()),
+        LlmError::Timeout => Error::UpstreamTimeout,
         LlmError::Transport(_)
         | LlmError::Status { .. }
         | LlmError::InvalidResponse(_)
-        | LlmError::Config(_) => Error::Upstream(format!("the upstream LLM failed: {error}")),
+        | LlmError::Config(_) => Error::UpstreamFailed(format!("the upstream LLM failed: {error}")),
     }
 }
 
@@ -436,12 +427,12 @@ mod tests {
     fn upstream_failures_map_to_gateway_errors() {
         assert!(matches!(
             upstream_error(LlmError::Timeout),
-            Error::Timeout(_)
+            Error::UpstreamTimeout
         ));
         let error = upstream_error(LlmError::Status {
             status: 500,
             body: "boom".to_owned(),
         });
-        assert!(matches!(&error, Error::Upstream(detail) if detail.contains("HTTP 500")));
+        assert!(matches!(&error, Error::UpstreamFailed(detail) if detail.contains("HTTP 500")));
     }
 }

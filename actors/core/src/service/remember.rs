@@ -98,7 +98,7 @@ impl Memvault {
         self.put_job(job.clone()).await?;
         self.extraction()?
             .submit((job.tenant_id.clone(), job.id.clone()))
-            .map_err(|error| Error::Unavailable(error.to_string()))?;
+            .map_err(|error| Error::ExtractionUnavailable(error.to_string()))?;
         Ok(job)
     }
 
@@ -112,7 +112,7 @@ impl Memvault {
         );
         let job = blocking(move || store.job(&tenant, &key))
             .await?
-            .ok_or_else(|| Error::NotFound(format!("extract job '{id}' not found")))?;
+            .ok_or_else(|| Error::JobNotFound(id.to_owned()))?;
         self.authorize::<Read>(agent, job.collection.clone())?;
         Ok(job)
     }
@@ -149,7 +149,7 @@ impl Memvault {
                             error.usage(),
                         )
                         .await;
-                        return Err(Error::Upstream(error.to_string()));
+                        return Err(Error::UpstreamFailed(error.to_string()));
                     }
                 };
                 self.record_usage(
@@ -309,10 +309,9 @@ impl Memvault {
     }
 
     fn extraction(&self) -> Result<&memvault_jobs::JobQueue<crate::extraction::ExtractionJobs>> {
-        self.inner
-            .extraction
-            .get()
-            .ok_or_else(|| Error::Unavailable("the extraction queue is not running".to_owned()))
+        self.inner.extraction.get().ok_or_else(|| {
+            Error::ExtractionUnavailable("the extraction queue is not running".to_owned())
+        })
     }
 }
 

@@ -129,7 +129,10 @@ impl Memvault {
                 Ok(hits)
             })
             .await
-            .map_err(|error| Error::Unavailable(format!("search did not complete: {error}")))?
+            .map_err(|error| Error::TaskFailed {
+                task: "search",
+                reason: error.to_string(),
+            })?
             .map_err(index_unavailable)?;
         metrics.record_stage(Stage::Search, search_started.elapsed());
         if let (Some(llm), true) = (&llm, wants_rerank && hits.len() > 1) {
@@ -216,11 +219,16 @@ impl Memvault {
         let (tenant, collection) = (access.tenant(), access.collection());
         let started = Instant::now();
         let target = self.search_target(tenant, collection)?;
-        let anchor = target.snapshot.memories.get(id).cloned().ok_or_else(|| {
-            Error::NotFound(format!(
-                "memory '{id}' not found in collection '{collection}'"
-            ))
-        })?;
+        let anchor =
+            target
+                .snapshot
+                .memories
+                .get(id)
+                .cloned()
+                .ok_or_else(|| Error::MemoryNotFound {
+                    collection: collection.clone(),
+                    id: id.to_owned(),
+                })?;
         let vector = match target.indexes.vector.vector(anchor.index_key) {
             Some(vector) => vector,
             None => self.stored_embedding(tenant, collection, id).await?,
@@ -252,7 +260,10 @@ impl Memvault {
                 .collect())
         })
         .await
-        .map_err(|error| Error::Unavailable(format!("search did not complete: {error}")))?
+        .map_err(|error| Error::TaskFailed {
+            task: "search",
+            reason: error.to_string(),
+        })?
         .map_err(index_unavailable)?;
         Ok(SearchOutcome {
             hits: Arc::new(hits),
@@ -289,7 +300,10 @@ impl Memvault {
             )
         })
         .await
-        .map_err(|error| Error::Unavailable(format!("search did not complete: {error}")))?
+        .map_err(|error| Error::TaskFailed {
+            task: "search",
+            reason: error.to_string(),
+        })?
         .map_err(index_unavailable)?;
         let mut deleted = Vec::new();
         for (key, similarity) in matches {
@@ -306,7 +320,7 @@ impl Memvault {
                     collection: collection.clone(),
                 }),
                 // Deleted by someone else meanwhile: nothing left to forget.
-                Err(Error::NotFound(_)) => {}
+                Err(error) if error.is_not_found() => {}
                 Err(error) => return Err(error),
             }
         }
@@ -336,20 +350,24 @@ impl Memvault {
         collection: &CollectionName,
         id: &str,
     ) -> Result<Vec<f32>> {
-        let (store, tenant, collection, key) = (
+        let (store, tenant, name, key) = (
             self.inner.store.clone(),
             tenant.clone(),
             collection.clone(),
             id.to_owned(),
         );
-        let stored = tokio::task::spawn_blocking(move || store.memory(&tenant, &collection, &key))
+        let stored = tokio::task::spawn_blocking(move || store.memory(&tenant, &name, &key))
             .await
-            .map_err(|error| {
-                Error::Unavailable(format!("storage task did not complete: {error}"))
+            .map_err(|error| Error::TaskFailed {
+                task: "storage task",
+                reason: error.to_string(),
             })??;
         stored
             .map(|memory| memory.embedding)
-            .ok_or_else(|| Error::NotFound(format!("memory '{id}' not found")))
+            .ok_or_else(|| Error::MemoryNotFound {
+                collection: collection.clone(),
+                id: id.to_owned(),
+            })
     }
 
     /// The one collection asked for, or every collection of the tenant the agent may
@@ -372,9 +390,12 @@ impl Memvault {
 
     fn search_target(&self, tenant: &TenantId, name: &CollectionName) -> Result<Target> {
         let handle = self.collection_entry(tenant, name)?.handle;
-        let indexes = handle.indexes.load_full().ok_or_else(|| {
-            Error::Unavailable(format!("collection '{name}' is restarting; retry shortly"))
-        })?;
+        let indexes = handle
+            .indexes
+            .load_full()
+            .ok_or_else(|| Error::Restarting {
+                what: format!("collection '{name}'"),
+            })?;
         Ok(Target {
             name: name.clone(),
             snapshot: handle.snapshot(),
@@ -432,7 +453,7 @@ fn cache_key(
 }
 
 fn index_unavailable(error: IndexError) -> Error {
-    Error::Unavailable(format!("the search index failed: {error}"))
+    Error::IndexFailed(error.to_string())
 }
 
 fn elapsed_ms(since: Instant) -> f64 {

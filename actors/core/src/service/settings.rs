@@ -66,11 +66,9 @@ impl Memvault {
         let intelligence = &self.inner.intelligence;
         let sealed = intelligence.secrets()?.seal(input.api_key.as_bytes());
         let client = intelligence.own_client(&input.base_url, &input.model, &input.api_key)?;
-        let usage = self_test(&client).await.map_err(|error| {
-            Error::Invalid(format!(
-                "the LLM self-test failed, so the configuration was not saved: {error}"
-            ))
-        })?;
+        let usage = self_test(&client)
+            .await
+            .map_err(|error| Error::LlmSelfTestFailed(error.to_string()))?;
         self.record_usage(tenant, Purpose::Extract, &input.model, true, usage)
             .await;
         let record = ExtractionLlmRecord {

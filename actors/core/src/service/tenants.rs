@@ -102,10 +102,9 @@ impl Memvault {
                 .eq_ignore_ascii_case(&new.email)
         });
         if email_taken {
-            return Err(Error::Conflict(format!(
-                "a tenant with email '{}' already exists",
-                new.email
-            )));
+            return Err(Error::TenantExists {
+                email: new.email.clone(),
+            });
         }
         let secret = generate_key_secret();
         let record = self
@@ -173,8 +172,9 @@ impl Memvault {
         let (store, tenant) = (self.inner.store.clone(), tenant.clone());
         stats.storage_bytes = tokio::task::spawn_blocking(move || store.tenant_bytes(&tenant))
             .await
-            .map_err(|error| {
-                Error::Unavailable(format!("storage task did not complete: {error}"))
+            .map_err(|error| Error::TaskFailed {
+                task: "storage task",
+                reason: error.to_string(),
             })??;
         Ok(stats)
     }

@@ -48,13 +48,13 @@ impl Memvault {
 
     /// Sets (or replaces) the tenant's webhook with a fresh signing secret. The URL must
     /// be http(s) with a host and, unless private targets are allowed, must not be or
-    /// resolve to a loopback, private, link-local or metadata address (`Invalid`, 422).
+    /// resolve to a loopback, private, link-local or metadata address (`WebhookTargetRejected`, 422).
     /// Deliveries already queued go to the new URL, signed with the new secret.
     pub async fn set_webhook(&self, tenant: &TenantId, url: &str) -> Result<NewWebhook> {
-        let target = parse_target(url).map_err(Error::Invalid)?;
+        let target = parse_target(url).map_err(Error::WebhookTargetRejected)?;
         check_target(&target, self.inner.config.webhooks.allow_private_targets)
             .await
-            .map_err(Error::Invalid)?;
+            .map_err(Error::WebhookTargetRejected)?;
         let secrets = self.inner.intelligence.secrets()?;
         let mut random = [0_u8; SECRET_BYTES];
         rand::thread_rng().fill_bytes(&mut random);

@@ -17,17 +17,12 @@ pub(super) async fn put(
     grant: GrantRecord,
 ) -> Result<CollectionEntry> {
     let snapshot = state.snapshot();
-    let key = snapshot.keys.get(&grant.agent_key_id).ok_or_else(|| {
-        Error::NotFound(format!(
-            "no API key '{}' in this tenant (see GET /v1/memory/agents)",
-            grant.agent_key_id
-        ))
-    })?;
+    let key = snapshot
+        .keys
+        .get(&grant.agent_key_id)
+        .ok_or_else(|| Error::GrantKeyNotFound(grant.agent_key_id.clone()))?;
     if !key.is_active(Utc::now()) {
-        return Err(Error::Conflict(format!(
-            "key '{}' is revoked or expired; grants are for active keys",
-            grant.agent_key_id
-        )));
+        return Err(Error::KeyInactive(grant.agent_key_id.clone()));
     }
     change(state, name, |grants| {
         grants.retain(|existing| existing.agent_key_id != grant.agent_key_id);
@@ -47,9 +42,10 @@ pub(super) async fn delete(
         let before = grants.len();
         grants.retain(|existing| existing.agent_key_id != agent_key_id);
         if grants.len() == before {
-            return Err(Error::NotFound(format!(
-                "collection '{name}' has no grant for agent '{agent_key_id}'"
-            )));
+            return Err(Error::GrantNotFound {
+                collection: name.clone(),
+                agent_key_id: agent_key_id.to_owned(),
+            });
         }
         Ok(())
     })

@@ -41,12 +41,10 @@ fn revoked(state: &TenantState, key_id: &str) -> Result<ApiKeyRecord> {
     let snapshot = state.snapshot();
     let now = Utc::now();
     let Some(key) = snapshot.keys.get(key_id) else {
-        return Err(Error::NotFound(format!("key '{key_id}' not found")));
+        return Err(Error::KeyNotFound(key_id.to_owned()));
     };
     if key.revoked_at.is_some() {
-        return Err(Error::Conflict(format!(
-            "key '{key_id}' is already revoked"
-        )));
+        return Err(Error::KeyRevoked(key_id.to_owned()));
     }
     let active_other = |owner_only: bool| {
         snapshot
@@ -55,16 +53,10 @@ fn revoked(state: &TenantState, key_id: &str) -> Result<ApiKeyRecord> {
             .any(|other| other.id != key_id && other.is_active(now) && (other.owner || !owner_only))
     };
     if !active_other(false) {
-        return Err(Error::Conflict(format!(
-            "key '{key_id}' is the tenant's last active key and cannot be revoked; \
-             create another key first"
-        )));
+        return Err(Error::LastActiveKey(key_id.to_owned()));
     }
     if key.owner && !active_other(true) {
-        return Err(Error::Conflict(format!(
-            "key '{key_id}' is the tenant's owner key and cannot be revoked; \
-             rotate it instead (POST /v1/memory/admin/rotate-key)"
-        )));
+        return Err(Error::OwnerKeyNotRevocable(key_id.to_owned()));
     }
     let mut key = (**key).clone();
     key.revoked_at = Some(now);
@@ -89,7 +81,7 @@ pub(super) async fn rotate(
         .keys
         .get(key_id)
         .map(|key| (**key).clone())
-        .ok_or_else(|| Error::NotFound(format!("key '{key_id}' not found")))?;
+        .ok_or_else(|| Error::KeyNotFound(key_id.to_owned()))?;
     old.revoked_at = Some(Utc::now());
     store_keys(state, vec![new.clone(), old.clone()]).await?;
     let published = publish(state, &[new.clone(), old]).remove(0);

@@ -75,7 +75,7 @@ impl TenantState {
     }
 
     fn not_found(name: &CollectionName) -> Error {
-        Error::NotFound(format!("collection '{name}' not found"))
+        Error::CollectionNotFound(name.clone())
     }
 }
 
@@ -92,11 +92,9 @@ async fn spawn_collection(
     };
     let (actor, _) = Actor::spawn_linked(None, CollectionActor, args, myself.get_cell())
         .await
-        .map_err(|error| {
-            Error::Unavailable(format!(
-                "collection '{}' could not be started: {error}",
-                handle.name
-            ))
+        .map_err(|error| Error::StartFailed {
+            what: format!("collection '{}'", handle.name),
+            reason: error.to_string(),
         })?;
     state.children.insert(actor.get_id(), handle.name.clone());
     handle.actor.store(Some(Arc::new(actor)));
@@ -315,9 +313,7 @@ impl Actor for TenantActor {
                 reply,
             } => {
                 let result = if state.entry(&name).is_some() {
-                    Err(Error::Conflict(format!(
-                        "collection '{name}' already exists"
-                    )))
+                    Err(Error::CollectionExists(name))
                 } else {
                     let record = new_collection_record(name, description, metadata);
                     create_collection(&myself, state, record).await
