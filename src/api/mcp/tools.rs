@@ -285,7 +285,7 @@ fn get_memory(state: &AppState, agent: &Agent, arguments: &Arguments<'_>) -> Too
     let name = access.collection();
     let id = arguments.required_text("memory_id")?;
     let memory = state.service.get_memory(&access, id)?;
-    Ok(memory_json(&memory, &name))
+    Ok(memory_json(&memory, name))
 }
 
 async fn store_memory(state: &AppState, agent: &Agent, arguments: &Arguments<'_>) -> ToolResult {
@@ -314,7 +314,7 @@ async fn store_memory(state: &AppState, agent: &Agent, arguments: &Arguments<'_>
     let memory = created.first().ok_or_else(|| {
         ToolFailure::Failed(ApiError::Internal("create returned no memory".to_owned()))
     })?;
-    Ok(memory_json(memory, &name))
+    Ok(memory_json(memory, name))
 }
 
 fn list_collections(state: &AppState, agent: &Agent) -> ToolResult {
@@ -355,15 +355,15 @@ async fn what_changed(state: &AppState, agent: &Agent, arguments: &Arguments<'_>
     let changed: Vec<Value> = changes
         .changed
         .iter()
-        .map(|memory| memory_json(memory, &name))
+        .map(|memory| memory_json(memory, name))
         .collect();
     let supersessions: Vec<Value> = changes
         .supersessions
         .iter()
         .map(|pair| {
             json!({
-                "current": memory_json(&pair.current, &name),
-                "superseded": memory_json(&pair.superseded, &name),
+                "current": memory_json(&pair.current, name),
+                "superseded": memory_json(&pair.superseded, name),
                 "superseded_at": pair.superseded.superseded_at,
             })
         })
