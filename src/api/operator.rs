@@ -9,7 +9,7 @@ use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
 use memvault_core::metrics::{LatencySummary, MetricsSnapshot, Stage};
 use memvault_core::Memvault;
-use memvault_jobs::JobMetricsSnapshot;
+use memvault_jobs::{JobMetricsSnapshot, RecurringSnapshot};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -122,56 +122,11 @@ pub struct MetricsResponse {
     pub counters: BTreeMap<String, u64>,
     /// Each background job kind (`extraction`, `webhook_delivery`) since the process
     /// started (not reset with the window).
-    pub jobs: BTreeMap<String, JobMetricsResponse>,
+    pub jobs: BTreeMap<String, JobMetricsSnapshot>,
     /// Each recurring task since the process started.
-    pub recurring: Vec<RecurringMetricsResponse>,
+    pub recurring: Vec<RecurringSnapshot>,
     /// Restarts of failed supervised actors since the process started.
     pub actor_restarts: ActorRestartsResponse,
-}
-
-/// One job kind's counters.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct JobMetricsResponse {
-    /// Jobs waiting for a worker (due or not yet due).
-    pub queued: u64,
-    /// Jobs a worker is running now.
-    pub running: u64,
-    /// Groups (tenants, connectors) paused now after consecutive failures.
-    pub paused_groups: u64,
-    /// Jobs finished successfully.
-    pub done: u64,
-    /// Failed attempts scheduled again.
-    pub retried: u64,
-    /// Jobs failed for good.
-    pub failed: u64,
-    /// Workers restarted after a panic or a kill.
-    pub restarts: u64,
-    /// Times a group was paused.
-    pub pauses: u64,
-}
-
-impl From<JobMetricsSnapshot> for JobMetricsResponse {
-    fn from(snapshot: JobMetricsSnapshot) -> Self {
-        Self {
-            queued: snapshot.queued,
-            running: snapshot.running,
-            paused_groups: snapshot.paused_groups,
-            done: snapshot.done,
-            retried: snapshot.retried,
-            failed: snapshot.failed,
-            restarts: snapshot.restarts,
-            pauses: snapshot.pauses,
-        }
-    }
-}
-
-/// One recurring task's runs.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct RecurringMetricsResponse {
-    /// `extract_job_pruning`, `audit_pruning`.
-    pub name: String,
-    pub runs: u64,
-    pub failures: u64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -213,17 +168,9 @@ impl MetricsResponse {
             jobs: service
                 .job_metrics()
                 .into_iter()
-                .map(|(kind, metrics)| (kind.to_owned(), metrics.into()))
+                .map(|(kind, metrics)| (kind.to_owned(), metrics))
                 .collect(),
-            recurring: service
-                .recurring_metrics()
-                .into_iter()
-                .map(|task| RecurringMetricsResponse {
-                    name: task.name.to_owned(),
-                    runs: task.runs,
-                    failures: task.failures,
-                })
-                .collect(),
+            recurring: service.recurring_metrics(),
             actor_restarts: {
                 let restarts = service.actor_restarts();
                 ActorRestartsResponse {

@@ -20,12 +20,13 @@ pub struct JobMetrics {
 
 /// A copy of a kind's counters at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobMetricsSnapshot {
     /// Jobs waiting for a worker (due or not yet due).
     pub queued: u64,
     /// Jobs a worker is running now.
     pub running: u64,
-    /// Groups paused now after consecutive failures.
+    /// Groups (tenants, connectors) paused now after consecutive failures.
     pub paused_groups: u64,
     /// Jobs finished successfully.
     pub done: u64,

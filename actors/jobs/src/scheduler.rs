@@ -35,7 +35,9 @@ type Task = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<(), String>> + Se
 
 /// What one recurring task has done.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RecurringSnapshot {
+    /// `extract_job_pruning`, `audit_pruning`.
     pub name: &'static str,
     pub runs: u64,
     pub failures: u64,

@@ -87,6 +87,16 @@ impl RpcError {
     }
 }
 
+/// A JSON-RPC 2.0 id, for the OpenAPI description: a string or a number (JSON-RPC 2.0
+/// section 4); a message's `id` may also be null or absent.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum JsonRpcId {
+    Text(String),
+    Number(i64),
+}
+
 /// A JSON-RPC 2.0 message (request, notification or response), for the OpenAPI
 /// description.
 #[derive(Debug, Serialize, ToSchema)]
@@ -94,7 +104,7 @@ pub struct JsonRpcMessage {
     /// Always `2.0`.
     pub jsonrpc: String,
     /// A string or number; absent on notifications; null on a parse error.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<JsonRpcId>)]
     pub id: Option<Value>,
     /// Requests and notifications: `initialize`, `ping`, `tools/list`, `tools/call`,
     /// `notifications/initialized`.

@@ -6,7 +6,7 @@
 //! ```ignore
 //! memvault_blobs::blob_suite!(local, || {
 //!     let directory = tempfile::tempdir().unwrap();
-//!     let store = LocalBlobStore::open(directory.path(), test_signer()).unwrap();
+//!     let store = ObjectBlobStore::local(directory.path(), test_signer()).unwrap();
 //!     (store, directory) // the second value is kept alive for the test's length
 //! });
 //! ```

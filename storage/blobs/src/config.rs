@@ -8,7 +8,7 @@ use std::path::PathBuf;
 /// `[blobs] backend = "local"` or `"s3"`, with the backend's own keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BlobBackendConfig {
-    /// Files under `root` (by default [`LocalBlobStore::default_root`] of the data dir).
+    /// Files under `root` (by default [`crate::ObjectBlobStore::default_root`] of the data dir).
     Local { root: PathBuf },
     /// An S3-compatible bucket.
     S3(S3Config),

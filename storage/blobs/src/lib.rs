@@ -8,9 +8,11 @@
 //!   escapes its tenant.
 //! - [`presign`]: memvault's own presigned URLs (`/v1/blobs/...`, HMAC-SHA256, expiring)
 //!   and [`UrlSigner::verify_presigned`], which the HTTP layer checks them with.
-//! - [`local`]: the default backend, files under `{data_dir}/blobs`.
-//! - [`memory`]: an in-memory backend for tests.
-//! - `s3` (feature `s3`): an S3-compatible bucket, with S3's own SigV4 presigned URLs.
+//! - `objects`: [`ObjectBlobStore`], the one implementation, over any object_store
+//!   backend; each backend module adds its constructor:
+//!   - `local`: the default, files under `{data_dir}/blobs` ([`ObjectBlobStore::local`]);
+//!   - `memory`: in memory, for tests ([`ObjectBlobStore::in_memory`]);
+//!   - `s3` (feature `s3`): an S3-compatible bucket with S3's own SigV4 presigned URLs.
 //! - [`config`]: which backend to open; [`open_blob_store`] (here) opens it.
 //! - `blob_suite` (feature `testing`): one conformance suite, one `#[test]` per check for
 //!   each backend through [`blob_suite!`].
@@ -32,12 +34,12 @@ pub mod blob_store;
 pub mod config;
 pub mod error;
 pub mod key;
-pub mod local;
-pub mod memory;
+mod local;
+mod memory;
 mod objects;
 pub mod presign;
 #[cfg(feature = "s3")]
-pub mod s3;
+mod s3;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod blob_suite;
@@ -48,11 +50,8 @@ pub use blob_store::{
 pub use config::{BlobBackendConfig, S3Config};
 pub use error::BlobError;
 pub use key::{BlobKey, BlobPrefix};
-pub use local::LocalBlobStore;
-pub use memory::InMemoryBlobStore;
+pub use objects::ObjectBlobStore;
 pub use presign::{PresignMethod, UrlSigner};
-#[cfg(feature = "s3")]
-pub use s3::S3BlobStore;
 
 /// Opens the configured backend. `signer` mints the URLs of the backends that have no
 /// signing of their own (local).
@@ -62,7 +61,7 @@ pub fn open_blob_store(
 ) -> error::Result<std::sync::Arc<dyn BlobStore>> {
     match config {
         BlobBackendConfig::Local { root } => {
-            Ok(std::sync::Arc::new(LocalBlobStore::open(root, signer)?))
+            Ok(std::sync::Arc::new(ObjectBlobStore::local(root, signer)?))
         }
         BlobBackendConfig::S3(s3) => open_s3(s3),
     }
@@ -70,7 +69,7 @@ pub fn open_blob_store(
 
 #[cfg(feature = "s3")]
 fn open_s3(config: &S3Config) -> error::Result<std::sync::Arc<dyn BlobStore>> {
-    Ok(std::sync::Arc::new(s3::S3BlobStore::open(config)?))
+    Ok(std::sync::Arc::new(ObjectBlobStore::s3(config)?))
 }
 
 #[cfg(not(feature = "s3"))]

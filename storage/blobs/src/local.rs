@@ -3,49 +3,33 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
-use async_trait::async_trait;
-use bytes::Bytes;
 use object_store::local::LocalFileSystem;
-use url::Url;
 
-use crate::blob_store::{BlobEntry, BlobMeta, BlobStore, PutReceipt};
 use crate::error::{BlobError, Result};
-use crate::key::{BlobKey, BlobPrefix};
-use crate::objects::{MetadataPlacement, ObjectBlobs};
-use crate::presign::{PresignMethod, UrlSigner};
+use crate::objects::{MetadataPlacement, ObjectBlobStore, Presigner};
+use crate::presign::UrlSigner;
 
-/// Blobs as files: bytes under `{root}/objects/{tenant}/{path}`, content type and digest
-/// in a sidecar under `{root}/metadata/{tenant}/{path}`.
-///
-/// A file system cannot hold both `a` and `a/b`; the second put of such a pair fails with
-/// [`BlobError::Backend`] (S3 would take both).
-#[derive(Debug, Clone)]
-pub struct LocalBlobStore {
-    /// The shared object_store logic over the two directories.
-    blobs: ObjectBlobs,
-    /// Mints the `/v1/blobs/...` URLs memvault serves.
-    signer: UrlSigner,
-}
-
-impl LocalBlobStore {
+impl ObjectBlobStore {
     /// The default root under a data dir.
     pub fn default_root(data_dir: &Path) -> PathBuf {
         data_dir.join("blobs")
     }
 
-    /// Opens (creating when missing) the store under `root`.
-    pub fn open(root: &Path, signer: UrlSigner) -> Result<Self> {
+    /// Blobs as files, opened (created when missing) under `root`: bytes under
+    /// `{root}/objects/{tenant}/{path}`, content type and digest in a sidecar under
+    /// `{root}/metadata/{tenant}/{path}`; presigned URLs are memvault's own.
+    ///
+    /// A file system cannot hold both `a` and `a/b`; the second put of such a pair fails
+    /// with [`BlobError::Backend`] (S3 would take both).
+    pub fn local(root: &Path, signer: UrlSigner) -> Result<Self> {
         let objects = open_directory(&root.join("objects"))?;
         let sidecars = open_directory(&root.join("metadata"))?;
-        Ok(Self {
-            blobs: ObjectBlobs::new(
-                Arc::new(objects),
-                MetadataPlacement::Sidecar(Arc::new(sidecars)),
-            ),
-            signer,
-        })
+        Ok(Self::new(
+            Arc::new(objects),
+            MetadataPlacement::Sidecar(Arc::new(sidecars)),
+            Presigner::Memvault(signer),
+        ))
     }
 }
 
@@ -59,48 +43,19 @@ fn open_directory(directory: &Path) -> Result<LocalFileSystem> {
     Ok(store.with_fsync(true))
 }
 
-#[async_trait]
-impl BlobStore for LocalBlobStore {
-    async fn put(&self, key: &BlobKey, bytes: Bytes, content_type: &str) -> Result<PutReceipt> {
-        self.blobs.put(key, bytes, content_type).await
-    }
-
-    async fn get(&self, key: &BlobKey) -> Result<Bytes> {
-        self.blobs.get(key).await
-    }
-
-    async fn head(&self, key: &BlobKey) -> Result<BlobMeta> {
-        self.blobs.head(key).await
-    }
-
-    async fn delete(&self, key: &BlobKey) -> Result<()> {
-        self.blobs.delete(key).await
-    }
-
-    async fn list(&self, prefix: &BlobPrefix) -> Result<Vec<BlobEntry>> {
-        self.blobs.list(prefix).await
-    }
-
-    async fn presign_get(&self, key: &BlobKey, expires_in: Duration) -> Result<Url> {
-        self.signer
-            .sign(PresignMethod::Get, key, expires_in, chrono::Utc::now())
-    }
-
-    async fn presign_put(&self, key: &BlobKey, expires_in: Duration) -> Result<Url> {
-        self.signer
-            .sign(PresignMethod::Put, key, expires_in, chrono::Utc::now())
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+
     use super::*;
+    use crate::blob_store::BlobStore;
     use crate::blob_suite::test_signer;
+    use crate::key::BlobKey;
     use memvault_storage::TenantId;
 
     crate::blob_suite!(local, || {
         let directory = tempfile::tempdir().unwrap();
-        let store = LocalBlobStore::open(directory.path(), test_signer()).unwrap();
+        let store = ObjectBlobStore::local(directory.path(), test_signer()).unwrap();
         (store, directory)
     });
 
@@ -109,13 +64,13 @@ mod tests {
         let directory = tempfile::tempdir().unwrap();
         let key = BlobKey::new(&TenantId::generate(), "kept.txt").unwrap();
         {
-            let store = LocalBlobStore::open(directory.path(), test_signer()).unwrap();
+            let store = ObjectBlobStore::local(directory.path(), test_signer()).unwrap();
             store
                 .put(&key, Bytes::from_static(b"kept"), "text/plain")
                 .await
                 .unwrap();
         }
-        let store = LocalBlobStore::open(directory.path(), test_signer()).unwrap();
+        let store = ObjectBlobStore::local(directory.path(), test_signer()).unwrap();
         assert_eq!(store.get(&key).await.unwrap(), Bytes::from_static(b"kept"));
         assert_eq!(store.head(&key).await.unwrap().content_type, "text/plain");
     }
@@ -123,7 +78,7 @@ mod tests {
     #[tokio::test]
     async fn a_stale_sidecar_is_not_reported_for_new_bytes() {
         let directory = tempfile::tempdir().unwrap();
-        let store = LocalBlobStore::open(directory.path(), test_signer()).unwrap();
+        let store = ObjectBlobStore::local(directory.path(), test_signer()).unwrap();
         let key = BlobKey::new(&TenantId::generate(), "doc.txt").unwrap();
         store
             .put(&key, Bytes::from_static(b"old"), "text/plain")

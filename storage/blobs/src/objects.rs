@@ -1,9 +1,13 @@
-//! What every backend shares: a [`BlobKey`] mapped onto an `object_store` path, the
-//! SHA-256 computed on put, object_store's errors mapped to ours. The backends differ
-//! only in where a blob's content type and digest live and in how URLs are presigned.
+//! [`ObjectBlobStore`], the one [`BlobStore`] implementation, over any `object_store`
+//! backend: a [`BlobKey`] mapped onto an object path, the SHA-256 computed on put,
+//! object_store's errors mapped to ours. The backends (`local.rs`, `memory.rs`, `s3.rs`
+//! construct one each) differ only in where a blob's content type and digest live
+//! ([`MetadataPlacement`]) and in how URLs are presigned ([`Presigner`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::TryStreamExt;
 use object_store::{
@@ -12,10 +16,12 @@ use object_store::{
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use url::Url;
 
-use crate::blob_store::{BlobEntry, BlobMeta, PutReceipt, DEFAULT_CONTENT_TYPE};
+use crate::blob_store::{BlobEntry, BlobMeta, BlobStore, PutReceipt, DEFAULT_CONTENT_TYPE};
 use crate::error::{BlobError, Result};
 use crate::key::{BlobKey, BlobPrefix};
+use crate::presign::{PresignMethod, UrlSigner};
 
 /// The user-metadata name of the digest on backends with object attributes (S3 sends it
 /// as `x-amz-meta-sha256`).
@@ -41,26 +47,60 @@ struct Sidecar {
     e_tag: Option<String>,
 }
 
-/// A [`crate::BlobStore`] minus presigning, over any object store.
+/// How a backend presigns URLs.
 #[derive(Debug, Clone)]
-pub(crate) struct ObjectBlobs {
+pub(crate) enum Presigner {
+    /// memvault's own signed `/v1/blobs/...` URLs, served by memvault (local, in memory).
+    Memvault(UrlSigner),
+    /// The bucket's own SigV4 URLs (S3).
+    #[cfg(feature = "s3")]
+    S3(Arc<object_store::aws::AmazonS3>),
+}
+
+impl Presigner {
+    async fn sign(
+        &self,
+        method: PresignMethod,
+        key: &BlobKey,
+        expires_in: Duration,
+    ) -> Result<Url> {
+        match self {
+            Self::Memvault(signer) => signer.sign(method, key, expires_in, chrono::Utc::now()),
+            #[cfg(feature = "s3")]
+            Self::S3(client) => crate::s3::presign(client, method, key, expires_in).await,
+        }
+    }
+}
+
+/// Blobs over an object store: local files (`ObjectBlobStore::local`), memory
+/// (`ObjectBlobStore::in_memory`) or an S3 bucket (`ObjectBlobStore::s3`, feature `s3`).
+#[derive(Debug, Clone)]
+pub struct ObjectBlobStore {
     /// The blobs' bytes, at `{tenant}/{path}`.
     objects: Arc<dyn ObjectStore>,
     /// Where content type and digest live.
     metadata: MetadataPlacement,
+    /// Mints presigned URLs.
+    presigner: Presigner,
 }
 
-impl ObjectBlobs {
-    pub(crate) fn new(objects: Arc<dyn ObjectStore>, metadata: MetadataPlacement) -> Self {
-        Self { objects, metadata }
+impl ObjectBlobStore {
+    pub(crate) fn new(
+        objects: Arc<dyn ObjectStore>,
+        metadata: MetadataPlacement,
+        presigner: Presigner,
+    ) -> Self {
+        Self {
+            objects,
+            metadata,
+            presigner,
+        }
     }
+}
 
-    pub(crate) async fn put(
-        &self,
-        key: &BlobKey,
-        bytes: Bytes,
-        content_type: &str,
-    ) -> Result<PutReceipt> {
+#[async_trait]
+impl BlobStore for ObjectBlobStore {
+    async fn put(&self, key: &BlobKey, bytes: Bytes, content_type: &str) -> Result<PutReceipt> {
         let receipt = PutReceipt {
             size: bytes.len() as u64,
             sha256: hex::encode(Sha256::digest(&bytes)),
@@ -109,7 +149,7 @@ impl ObjectBlobs {
         Ok(receipt)
     }
 
-    pub(crate) async fn get(&self, key: &BlobKey) -> Result<Bytes> {
+    async fn get(&self, key: &BlobKey) -> Result<Bytes> {
         let full_key = key.as_string();
         let found = self
             .objects
@@ -122,7 +162,7 @@ impl ObjectBlobs {
             .map_err(|error| BlobError::from_object_store(&full_key, error))
     }
 
-    pub(crate) async fn head(&self, key: &BlobKey) -> Result<BlobMeta> {
+    async fn head(&self, key: &BlobKey) -> Result<BlobMeta> {
         let full_key = key.as_string();
         let location = key.object_path();
         // A HEAD-style get: the metadata and, where the backend has them, the attributes.
@@ -160,7 +200,7 @@ impl ObjectBlobs {
         })
     }
 
-    pub(crate) async fn delete(&self, key: &BlobKey) -> Result<()> {
+    async fn delete(&self, key: &BlobKey) -> Result<()> {
         let full_key = key.as_string();
         let location = key.object_path();
         ignore_not_found(self.objects.delete(&location).await)
@@ -174,7 +214,7 @@ impl ObjectBlobs {
         Ok(())
     }
 
-    pub(crate) async fn list(&self, prefix: &BlobPrefix) -> Result<Vec<BlobEntry>> {
+    async fn list(&self, prefix: &BlobPrefix) -> Result<Vec<BlobEntry>> {
         let location = prefix.object_path();
         let listed: Vec<object_store::ObjectMeta> = self
             .objects
@@ -194,6 +234,18 @@ impl ObjectBlobs {
             .collect::<Result<Vec<_>>>()?;
         entries.sort_by(|left, right| left.key.cmp(&right.key));
         Ok(entries)
+    }
+
+    async fn presign_get(&self, key: &BlobKey, expires_in: Duration) -> Result<Url> {
+        self.presigner
+            .sign(PresignMethod::Get, key, expires_in)
+            .await
+    }
+
+    async fn presign_put(&self, key: &BlobKey, expires_in: Duration) -> Result<Url> {
+        self.presigner
+            .sign(PresignMethod::Put, key, expires_in)
+            .await
     }
 }
 

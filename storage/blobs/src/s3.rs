@@ -4,32 +4,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use bytes::Bytes;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::signer::{Method, Signer};
 use url::Url;
 
-use crate::blob_store::{BlobEntry, BlobMeta, BlobStore, PutReceipt};
 use crate::config::S3Config;
 use crate::error::{BlobError, Result};
-use crate::key::{BlobKey, BlobPrefix};
-use crate::objects::{MetadataPlacement, ObjectBlobs};
-use crate::presign::check_expiry;
+use crate::key::BlobKey;
+use crate::objects::{MetadataPlacement, ObjectBlobStore, Presigner};
+use crate::presign::{check_expiry, PresignMethod};
 
-/// Blobs as objects in one bucket, at `{tenant}/{path}`; content type and digest as the
-/// object's `Content-Type` and `x-amz-meta-sha256`.
-#[derive(Debug, Clone)]
-pub struct S3BlobStore {
-    /// The shared object_store logic over the bucket.
-    blobs: ObjectBlobs,
-    /// The same client, as a SigV4 signer.
-    signer: Arc<AmazonS3>,
-}
-
-impl S3BlobStore {
-    /// A client for the bucket; nothing is sent until the first call.
-    pub fn open(config: &S3Config) -> Result<Self> {
+impl ObjectBlobStore {
+    /// Blobs as objects in one bucket, at `{tenant}/{path}`; content type and digest as
+    /// the object's `Content-Type` and `x-amz-meta-sha256`; presigned URLs are the
+    /// bucket's own (SigV4). A client only: nothing is sent until the first call.
+    pub fn s3(config: &S3Config) -> Result<Self> {
         let mut builder = AmazonS3Builder::new()
             .with_bucket_name(&config.bucket)
             .with_region(&config.region)
@@ -47,48 +36,28 @@ impl S3BlobStore {
                 .build()
                 .map_err(|error| BlobError::Backend(error.to_string()))?,
         );
-        Ok(Self {
-            blobs: ObjectBlobs::new(client.clone(), MetadataPlacement::Attributes),
-            signer: client,
-        })
-    }
-
-    async fn presign(&self, method: Method, key: &BlobKey, expires_in: Duration) -> Result<Url> {
-        check_expiry(expires_in)?;
-        self.signer
-            .signed_url(method, &key.object_path(), expires_in)
-            .await
-            .map_err(|error| BlobError::Backend(error.to_string()))
+        Ok(Self::new(
+            client.clone(),
+            MetadataPlacement::Attributes,
+            Presigner::S3(client),
+        ))
     }
 }
 
-#[async_trait]
-impl BlobStore for S3BlobStore {
-    async fn put(&self, key: &BlobKey, bytes: Bytes, content_type: &str) -> Result<PutReceipt> {
-        self.blobs.put(key, bytes, content_type).await
-    }
-
-    async fn get(&self, key: &BlobKey) -> Result<Bytes> {
-        self.blobs.get(key).await
-    }
-
-    async fn head(&self, key: &BlobKey) -> Result<BlobMeta> {
-        self.blobs.head(key).await
-    }
-
-    async fn delete(&self, key: &BlobKey) -> Result<()> {
-        self.blobs.delete(key).await
-    }
-
-    async fn list(&self, prefix: &BlobPrefix) -> Result<Vec<BlobEntry>> {
-        self.blobs.list(prefix).await
-    }
-
-    async fn presign_get(&self, key: &BlobKey, expires_in: Duration) -> Result<Url> {
-        self.presign(Method::GET, key, expires_in).await
-    }
-
-    async fn presign_put(&self, key: &BlobKey, expires_in: Duration) -> Result<Url> {
-        self.presign(Method::PUT, key, expires_in).await
-    }
+/// A SigV4 URL for `key` (the lifetime checked against S3's limits first).
+pub(crate) async fn presign(
+    client: &AmazonS3,
+    method: PresignMethod,
+    key: &BlobKey,
+    expires_in: Duration,
+) -> Result<Url> {
+    check_expiry(expires_in)?;
+    let method = match method {
+        PresignMethod::Get => Method::GET,
+        PresignMethod::Put => Method::PUT,
+    };
+    client
+        .signed_url(method, &key.object_path(), expires_in)
+        .await
+        .map_err(|error| BlobError::Backend(error.to_string()))
 }
