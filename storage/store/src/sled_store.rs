@@ -25,6 +25,7 @@
 use std::path::Path;
 
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use sled::{Batch, Db, Tree};
 
 use crate::error::{Result, StorageError};
@@ -64,6 +65,12 @@ impl SledStore {
     /// Bytes the whole database takes on disk.
     pub fn size_on_disk(&self) -> Result<u64> {
         Ok(self.db.size_on_disk()?)
+    }
+
+    /// Stores one JSON record under `key` in `tree`, durable on return.
+    fn put_json(&self, tree: &Tree, key: impl AsRef<[u8]>, value: &impl Serialize) -> Result<()> {
+        tree.insert(key.as_ref(), serde_json::to_vec(value)?)?;
+        self.flush()
     }
 
     fn flush(&self) -> Result<()> {
@@ -123,6 +130,16 @@ fn get_json<T: DeserializeOwned>(tree: &Tree, key: &str) -> Result<Option<T>> {
         .transpose()
 }
 
+/// Every JSON record under `prefix` in `tree`, in key order.
+fn scan_json<T: DeserializeOwned>(tree: &Tree, prefix: impl AsRef<[u8]>) -> Result<Vec<T>> {
+    tree.scan_prefix(prefix)
+        .map(|entry| {
+            let (key, value) = entry?;
+            decode_json(&key, &value)
+        })
+        .collect()
+}
+
 fn decode_json<T: DeserializeOwned>(key: &[u8], value: &[u8]) -> Result<T> {
     serde_json::from_slice(value).map_err(|error| StorageError::Corrupt {
         key: String::from_utf8_lossy(key).into_owned(),
@@ -172,9 +189,7 @@ fn decode_memory(key: &[u8], value: &[u8]) -> Result<StoredMemory> {
 
 impl MetaStore for SledStore {
     fn put_tenant(&self, tenant: &TenantRecord) -> Result<()> {
-        self.tenants
-            .insert(tenant.id.as_str(), serde_json::to_vec(tenant)?)?;
-        self.flush()
+        self.put_json(&self.tenants, tenant.id.as_str(), tenant)
     }
 
     fn tenants(&self) -> Result<Vec<TenantRecord>> {
@@ -188,39 +203,23 @@ impl MetaStore for SledStore {
     }
 
     fn put_api_key(&self, key: &ApiKeyRecord) -> Result<()> {
-        self.data.insert(
-            key_record_key(&key.tenant_id, &key.id),
-            serde_json::to_vec(key)?,
-        )?;
-        self.flush()
+        self.put_json(&self.data, key_record_key(&key.tenant_id, &key.id), key)
     }
 
     fn api_keys(&self, tenant: &TenantId) -> Result<Vec<ApiKeyRecord>> {
-        self.data
-            .scan_prefix(format!("{tenant}/k/"))
-            .map(|entry| {
-                let (key, value) = entry?;
-                decode_json(&key, &value)
-            })
-            .collect()
+        scan_json(&self.data, format!("{tenant}/k/"))
     }
 
     fn put_collection(&self, tenant: &TenantId, collection: &CollectionRecord) -> Result<()> {
-        self.data.insert(
+        self.put_json(
+            &self.data,
             collection_key(tenant, &collection.name),
-            serde_json::to_vec(collection)?,
-        )?;
-        self.flush()
+            collection,
+        )
     }
 
     fn collections(&self, tenant: &TenantId) -> Result<Vec<CollectionRecord>> {
-        self.data
-            .scan_prefix(format!("{tenant}/c/"))
-            .map(|entry| {
-                let (key, value) = entry?;
-                decode_json(&key, &value)
-            })
-            .collect()
+        scan_json(&self.data, format!("{tenant}/c/"))
     }
 
     fn delete_collection(&self, tenant: &TenantId, name: &CollectionName) -> Result<()> {
@@ -244,9 +243,7 @@ impl MetaStore for SledStore {
     }
 
     fn put_tenant_settings(&self, tenant: &TenantId, settings: &TenantSettings) -> Result<()> {
-        self.data
-            .insert(settings_key(tenant), serde_json::to_vec(settings)?)?;
-        self.flush()
+        self.put_json(&self.data, settings_key(tenant), settings)
     }
 
     fn tenant_settings(&self, tenant: &TenantId) -> Result<TenantSettings> {
@@ -285,13 +282,7 @@ impl MetaStore for SledStore {
     }
 
     fn usage(&self, tenant: &TenantId, month: &str) -> Result<Vec<UsageRow>> {
-        self.data
-            .scan_prefix(format!("{tenant}/u/{month}/"))
-            .map(|entry| {
-                let (key, value) = entry?;
-                decode_json(&key, &value)
-            })
-            .collect()
+        scan_json(&self.data, format!("{tenant}/u/{month}/"))
     }
 }
 
@@ -432,11 +423,11 @@ impl MemoryStore for SledStore {
 
 impl OutboxStore for SledStore {
     fn put_delivery(&self, delivery: &OutboxDelivery) -> Result<()> {
-        self.outbox.insert(
+        self.put_json(
+            &self.outbox,
             delivery_key(&delivery.tenant_id, &delivery.id),
-            serde_json::to_vec(delivery)?,
-        )?;
-        self.flush()
+            delivery,
+        )
     }
 
     fn delivery(&self, tenant: &TenantId, id: &str) -> Result<Option<OutboxDelivery>> {
