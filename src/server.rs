@@ -125,8 +125,10 @@ pub async fn start_service_with_clock(
     };
     let service = Memvault::start(Arc::new(store), embedder, service_config).await?;
     let outcome = service.bootstrap(bootstrap_key).await?;
-    let status = StatusMonitor::spawn(
-        service.clone(),
+    let status = StatusMonitor::start(
+        service.scheduler(),
+        service.store().clone(),
+        service.embedder().clone(),
         Duration::from_secs(config.status.check_interval_secs),
     );
     Ok((

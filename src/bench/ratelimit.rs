@@ -132,7 +132,12 @@ pub async fn run() -> Result<(), BenchError> {
         })
         .await
         .map_err(|error| setup(error.to_string()))?;
-    let status = StatusMonitor::spawn(service.clone(), Duration::from_secs(3600));
+    let status = StatusMonitor::start(
+        service.scheduler(),
+        service.store().clone(),
+        service.embedder().clone(),
+        Duration::from_secs(3600),
+    );
     let state = |enabled: bool| {
         let config = RateLimitConfig {
             enabled,

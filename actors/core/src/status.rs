@@ -1,13 +1,16 @@
 //! Periodic self-checks behind the public `GET /v1/status`: each check reads the store and
 //! embeds a short text, and its outcome is kept for 24 hours. No tenant data is involved.
+//! The checks are a recurring task (`status_self_check`) on the service's scheduler; they
+//! need the store and the embedder, not the service.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
-
-use crate::service::Memvault;
+use memvault_embed::EmbeddingService;
+use memvault_jobs::{Recurring, Scheduler};
+use memvault_storage::Store;
 
 const HISTORY: ChronoDuration = ChronoDuration::hours(24);
 const CHECK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -53,29 +56,38 @@ pub struct StatusMonitor {
 }
 
 impl StatusMonitor {
-    /// Runs a first check now and then one every `interval`, until the service stops.
-    pub fn spawn(service: Memvault, interval: Duration) -> Arc<Self> {
+    /// Runs a first check now and then one every `interval` on `scheduler`, until it
+    /// stops (with the service).
+    pub fn start(
+        scheduler: &Scheduler,
+        store: Arc<dyn Store>,
+        embedder: EmbeddingService,
+        interval: Duration,
+    ) -> Arc<Self> {
         let monitor = Arc::new(Self {
             started_at: Utc::now(),
             history: Mutex::new(VecDeque::new()),
         });
         let weak = Arc::downgrade(&monitor);
-        tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(interval);
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticker.tick().await;
+        let schedule = Recurring {
+            name: "status_self_check",
+            period: interval,
+            jitter: Duration::ZERO,
+            run_at_start: true,
+        };
+        scheduler.every(schedule, move || {
+            let (weak, store, embedder) = (weak.clone(), store.clone(), embedder.clone());
+            async move {
                 let Some(monitor) = weak.upgrade() else {
-                    return;
+                    return Ok(());
                 };
-                if !service.is_running() {
-                    return;
-                }
-                let check = run_check(&service).await;
-                if !check.ok {
-                    tracing::warn!(detail = ?check.detail, "status self-check failed");
-                }
+                let check = run_check(store, &embedder).await;
+                let outcome = match &check.detail {
+                    None => Ok(()),
+                    Some(detail) => Err(detail.clone()),
+                };
                 monitor.record(check);
+                outcome
             }
         });
         monitor
@@ -152,13 +164,10 @@ fn incidents(history: &VecDeque<HealthCheck>) -> Vec<Incident> {
     found
 }
 
-async fn run_check(service: &Memvault) -> HealthCheck {
+async fn run_check(store: Arc<dyn Store>, embedder: &EmbeddingService) -> HealthCheck {
     let started = Instant::now();
-    let store = service.store().clone();
     let store_check = tokio::task::spawn_blocking(move || store.tenants().map(|_| ()));
-    let embed_check = service
-        .embedder()
-        .embed_one("memvault status self-check".to_owned());
+    let embed_check = embedder.embed_one("memvault status self-check".to_owned());
     let outcome = tokio::time::timeout(CHECK_TIMEOUT, async {
         match store_check.await {
             Ok(Ok(())) => {}

@@ -37,7 +37,7 @@ type Task = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<(), String>> + Se
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RecurringSnapshot {
-    /// `extract_job_pruning`, `audit_pruning`.
+    /// `extract_job_pruning`, `audit_pruning`, `status_self_check`.
     pub name: &'static str,
     pub runs: u64,
     pub failures: u64,

@@ -375,6 +375,11 @@ impl Memvault {
         restarts
     }
 
+    /// Where recurring work runs (pruning, the status self-checks); stopped at shutdown.
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.inner.scheduler
+    }
+
     pub fn embedder(&self) -> &EmbeddingService {
         &self.inner.embedder
     }
