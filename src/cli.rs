@@ -142,8 +142,8 @@ async fn serve(config: Config) -> Result<(), server::StartupError> {
         .ok()
         .filter(|key| !key.is_empty());
     let embedder = server::start_embedder(&config).await?;
-    let (state, outcome) = server::start_service(&config, embedder, bootstrap_key).await?;
-    match outcome {
+    let started_service = server::start_service(&config, embedder, bootstrap_key).await?;
+    match started_service.bootstrap {
         BootstrapOutcome::CreatedWithGeneratedKey(key) => {
             println!("memvault: created the admin tenant; its API key (shown once, keep it):");
             println!("{key}");
@@ -162,7 +162,13 @@ async fn serve(config: Config) -> Result<(), server::StartupError> {
         "memvault listening"
     );
     println!("memvault listening on http://{address}");
-    server::serve(listener, state, server::shutdown_signal()).await?;
+    server::serve(
+        listener,
+        started_service.service,
+        started_service.state,
+        server::shutdown_signal(),
+    )
+    .await?;
     tracing::info!("memvault stopped cleanly");
     Ok(())
 }

@@ -127,11 +127,12 @@ async fn evaluate(args: EvalArgs) -> Result<(), EvalError> {
     let embedder = server::start_embedder(&config)
         .await
         .map_err(service_error)?;
-    let (state, _) = server::start_service(&config, embedder, Some(key.clone()))
+    let started = server::start_service(&config, embedder, Some(key.clone()))
         .await
         .map_err(service_error)?;
-    let service = state.service.clone();
+    let service = started.service;
     let agent = service
+        .authorizer()
         .authenticate(&key)
         .ok_or_else(|| EvalError::Service("the bootstrap key does not authenticate".to_owned()))?;
     let collection = CollectionName::parse("eval").map_err(EvalError::Service)?;
@@ -332,10 +333,12 @@ async fn load_corpus(
             })
             .collect();
         let access = service
+            .authorizer()
             .authorize::<Write>(agent, collection.clone())
             .map_err(|error| EvalError::Service(error.to_string()))?;
         service
-            .create_memories(&access, memories)
+            .memories()
+            .create(&access, memories)
             .await
             .map_err(|error| EvalError::Service(error.to_string()))?;
         eprint!(
@@ -360,6 +363,7 @@ async fn score_mode(
 ) -> Result<(f64, f64), EvalError> {
     let (mut ndcg_total, mut recall_total) = (0.0, 0.0);
     let access = service
+        .authorizer()
         .authorize::<Read>(agent, collection.clone())
         .map_err(|error| EvalError::Service(error.to_string()))?;
     for (query_id, text) in &benchmark.queries {
@@ -374,6 +378,7 @@ async fn score_mode(
             fusion,
         };
         let outcome = service
+            .search()
             .search(agent, Some(&access), query)
             .await
             .map_err(|error| EvalError::Service(error.to_string()))?;

@@ -77,12 +77,21 @@ pub async fn start_embedder(config: &Config) -> Result<EmbeddingService, Startup
     Ok(EmbeddingService::start(Arc::new(embedder), max_batch))
 }
 
+/// The running service (the composition root, to shut down) and the HTTP edge's state
+/// over it.
+pub struct Started {
+    pub service: Memvault,
+    pub state: AppState,
+    /// What start-up bootstrapping did (a generated admin key is printed once).
+    pub bootstrap: BootstrapOutcome,
+}
+
 /// Opens the store, starts the actors and bootstraps the admin tenant.
 pub async fn start_service(
     config: &Config,
     embedder: EmbeddingService,
     bootstrap_key: Option<String>,
-) -> Result<(AppState, BootstrapOutcome), StartupError> {
+) -> Result<Started, StartupError> {
     start_service_with_clock(config, embedder, bootstrap_key, Arc::new(SystemClock)).await
 }
 
@@ -92,7 +101,7 @@ pub async fn start_service_with_clock(
     embedder: EmbeddingService,
     bootstrap_key: Option<String>,
     clock: Arc<dyn Clock>,
-) -> Result<(AppState, BootstrapOutcome), StartupError> {
+) -> Result<Started, StartupError> {
     let data_dir = &config.server.data_dir;
     std::fs::create_dir_all(data_dir).map_err(|source| StartupError::DataDir {
         path: data_dir.display().to_string(),
@@ -124,22 +133,24 @@ pub async fn start_service_with_clock(
         },
     };
     let service = Memvault::start(Arc::new(store), embedder, service_config).await?;
-    let outcome = service.bootstrap(bootstrap_key).await?;
+    let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;
     let status = StatusMonitor::start(
         service.scheduler(),
         service.store().clone(),
         service.embedder().clone(),
         Duration::from_secs(config.status.check_interval_secs),
     );
-    Ok((
-        AppState::new(
-            service,
-            status,
-            config.server.max_body_bytes,
-            RateLimits::from_config(&config.rate_limit),
-        ),
-        outcome,
-    ))
+    let state = AppState::new(
+        &service,
+        status,
+        config.server.max_body_bytes,
+        RateLimits::from_config(&config.rate_limit),
+    );
+    Ok(Started {
+        service,
+        state,
+        bootstrap,
+    })
 }
 
 /// The LLM side of the service: the platform LLM (its key read from the environment
@@ -189,10 +200,11 @@ pub async fn bind(address: &str) -> Result<TcpListener, StartupError> {
 /// the actors.
 pub async fn serve(
     listener: TcpListener,
+    service: Memvault,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartupError> {
-    let router = api::router(state.clone());
+    let router = api::router(state);
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),
@@ -200,7 +212,7 @@ pub async fn serve(
     .with_graceful_shutdown(shutdown)
     .await
     .map_err(StartupError::Serve)?;
-    state.service.shutdown().await;
+    service.shutdown().await;
     Ok(())
 }
 

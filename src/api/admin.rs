@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::service::NewTenant;
+use memvault_core::Tenants;
 use memvault_types::limits;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -137,12 +138,12 @@ impl CreateTenantRequest {
         (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create_tenant(
-    State(state): State<AppState>,
+    State(tenants): State<Tenants>,
     Admin(_admin): Admin,
     ApiJson(request): ApiJson<CreateTenantRequest>,
 ) -> ApiResult<(StatusCode, Json<TenantCreatedResponse>)> {
     let new = request.validate()?;
-    let (record, api_key) = state.service.create_tenant(new).await?;
+    let (record, api_key) = tenants.create(new).await?;
     Ok((
         StatusCode::CREATED,
         Json(TenantCreatedResponse {
@@ -161,10 +162,11 @@ pub async fn create_tenant(
     responses((status = 200, body = MeResponse), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn me(
+    State(tenants): State<Tenants>,
     State(state): State<AppState>,
     Authenticated(agent): Authenticated,
 ) -> ApiResult<Json<MeResponse>> {
-    let tenant = state.service.tenant(&agent.tenant_id)?;
+    let tenant = tenants.get(&agent.tenant_id)?;
     Ok(Json(MeResponse {
         id: tenant.id.to_string(),
         name: tenant.name.clone(),
@@ -194,10 +196,10 @@ pub async fn me(
     responses((status = 200, body = StatsResponse), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn stats(
-    State(state): State<AppState>,
+    State(tenants): State<Tenants>,
     Authenticated(agent): Authenticated,
 ) -> ApiResult<Json<StatsResponse>> {
-    let stats = state.service.tenant_stats(&agent.tenant_id).await?;
+    let stats = tenants.stats(&agent.tenant_id).await?;
     Ok(Json(StatsResponse {
         collections: stats.collections,
         memories: stats.memories,

@@ -9,6 +9,7 @@ use axum::response::Response;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::Agent;
+use memvault_core::AuditTrail;
 use memvault_storage::{AuditEntry, TenantId};
 use serde::{Deserialize, Serialize};
 use utoipa::openapi::path::{Operation, PathItem};
@@ -159,8 +160,8 @@ pub async fn record(State(state): State<AppState>, request: Request, next: Next)
         return response;
     };
     let status = response.status().as_u16();
-    let at = state.service.now();
-    state.service.record_audit(AuditEntry {
+    let at = state.audit.now();
+    state.audit.record(AuditEntry {
         id: uuid::Uuid::now_v7().to_string(),
         tenant_id: agent.tenant_id,
         at,
@@ -234,7 +235,7 @@ fn bounded(value: Option<i64>, default: i64, max: i64, name: &str) -> ApiResult<
         (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn audit(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Admin(agent): Admin,
     ApiQuery(query): ApiQuery<AuditQuery>,
 ) -> ApiResult<Json<AuditResponse>> {
@@ -244,10 +245,7 @@ pub async fn audit(
         .tenant_id
         .map(TenantId::from_stored)
         .unwrap_or(agent.tenant_id);
-    let entries = state
-        .service
-        .audit_log(&tenant, days as u32, limit as usize)
-        .await?;
+    let entries = audit.entries(&tenant, days as u32, limit as usize).await?;
     Ok(Json(AuditResponse {
         tenant_id: tenant.to_string(),
         days,

@@ -11,6 +11,7 @@ use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use memvault_core::agent::KEY_PREFIX;
 use memvault_core::Agent;
+use memvault_core::Authorizer;
 
 use super::AppState;
 use crate::error::ApiError;
@@ -22,7 +23,7 @@ pub struct Admin(pub Agent);
 
 /// The agent behind the request's bearer key, or the 401 that explains what is wrong.
 /// The rate limiter authenticates first and leaves the agent in the extensions.
-pub fn authenticate(parts: &Parts, state: &AppState) -> Result<Agent, ApiError> {
+pub fn authenticate(parts: &Parts, authorizer: &Authorizer) -> Result<Agent, ApiError> {
     if let Some(agent) = parts.extensions.get::<Agent>() {
         return Ok(agent.clone());
     }
@@ -51,8 +52,7 @@ pub fn authenticate(parts: &Parts, state: &AppState) -> Result<Agent, ApiError> 
             "malformed API key: memvault keys start with '{KEY_PREFIX}'"
         )));
     }
-    state
-        .service
+    authorizer
         .authenticate(secret)
         .ok_or_else(|| ApiError::InvalidApiKey("invalid or revoked API key".to_owned()))
 }
@@ -61,7 +61,7 @@ impl FromRequestParts<AppState> for Authenticated {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        authenticate(parts, state).map(Authenticated)
+        authenticate(parts, &state.authorizer).map(Authenticated)
     }
 }
 
@@ -69,7 +69,7 @@ impl FromRequestParts<AppState> for Writer {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let agent = authenticate(parts, state)?;
+        let agent = authenticate(parts, &state.authorizer)?;
         if agent.read_only {
             return Err(memvault_core::Error::ReadOnlyKey.into());
         }
@@ -81,7 +81,7 @@ impl FromRequestParts<AppState> for Owner {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let agent = authenticate(parts, state)?;
+        let agent = authenticate(parts, &state.authorizer)?;
         if !agent.owner {
             return Err(ApiError::OwnerKeyRequired);
         }
@@ -93,7 +93,7 @@ impl FromRequestParts<AppState> for Admin {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let agent = authenticate(parts, state)?;
+        let agent = authenticate(parts, &state.authorizer)?;
         if !agent.admin || !agent.owner {
             return Err(ApiError::AdminKeyRequired);
         }

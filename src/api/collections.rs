@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use memvault_core::memory::validate_metadata;
 use memvault_core::service::{CollectionAccess, CollectionView, Read, Sweep, Write};
 use memvault_core::Agent;
+use memvault_core::{Authorizer, Collections};
 use memvault_storage::CollectionName;
 use memvault_types::limits::DESCRIPTION_MAX_CHARS;
 use serde::{Deserialize, Serialize};
@@ -48,33 +49,46 @@ fn collection_to_write(raw: &str) -> ApiResult<CollectionName> {
 
 /// A collection the agent may read: 404 for a name that cannot exist, 403 when it is
 /// restricted and the agent has no grant with `can_read`.
-pub fn readable(state: &AppState, agent: &Agent, raw: &str) -> ApiResult<CollectionAccess<Read>> {
+pub fn readable(
+    authorizer: &Authorizer,
+    agent: &Agent,
+    raw: &str,
+) -> ApiResult<CollectionAccess<Read>> {
     let name = existing_collection(raw)?;
-    Ok(state.service.authorize(agent, name)?)
+    Ok(authorizer.authorize(agent, name)?)
 }
 
 /// An existing collection the agent may change: 403 for read-only keys and for agents
 /// without a `can_write` grant on a restricted collection.
-pub fn writable(state: &AppState, agent: &Agent, raw: &str) -> ApiResult<CollectionAccess<Write>> {
+pub fn writable(
+    authorizer: &Authorizer,
+    agent: &Agent,
+    raw: &str,
+) -> ApiResult<CollectionAccess<Write>> {
     let name = existing_collection(raw)?;
-    Ok(state.service.authorize(agent, name)?)
+    Ok(authorizer.authorize(agent, name)?)
 }
 
 /// A collection the agent may write into, created when missing: an invalid name is 422.
 pub fn writable_or_new(
-    state: &AppState,
+    authorizer: &Authorizer,
     agent: &Agent,
     raw: &str,
 ) -> ApiResult<CollectionAccess<Write>> {
     let name = collection_to_write(raw)?;
-    Ok(state.service.authorize(agent, name)?)
+    Ok(authorizer.authorize(agent, name)?)
 }
 
 /// An existing collection the agent may sweep (dedup, archive-stale): read access for a
 /// dry run, write access to apply.
-pub fn sweepable(state: &AppState, agent: &Agent, raw: &str, dry_run: bool) -> ApiResult<Sweep> {
+pub fn sweepable(
+    authorizer: &Authorizer,
+    agent: &Agent,
+    raw: &str,
+    dry_run: bool,
+) -> ApiResult<Sweep> {
     let name = existing_collection(raw)?;
-    Ok(state.service.authorize_sweep(agent, name, dry_run)?)
+    Ok(authorizer.authorize_sweep(agent, name, dry_run)?)
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -149,10 +163,10 @@ fn validate_optional_metadata(metadata: Option<&Map<String, Value>>) -> ApiResul
     responses((status = 200, body = Vec<CollectionResponse>), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list(
-    State(state): State<AppState>,
+    State(collections): State<Collections>,
     Authenticated(agent): Authenticated,
 ) -> ApiResult<Json<Vec<CollectionResponse>>> {
-    let views = state.service.list_collections(&agent)?;
+    let views = collections.list(&agent)?;
     Ok(Json(
         views.into_iter().map(CollectionResponse::from).collect(),
     ))
@@ -166,18 +180,16 @@ pub async fn list(
         (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create(
-    State(state): State<AppState>,
+    State(authorizer): State<Authorizer>,
+    State(collections): State<Collections>,
     Writer(agent): Writer,
     ApiJson(request): ApiJson<CreateCollectionRequest>,
 ) -> ApiResult<(StatusCode, Json<CollectionResponse>)> {
-    let access = state
-        .service
-        .authorize(&agent, collection_to_write(&request.name)?)?;
+    let access = authorizer.authorize(&agent, collection_to_write(&request.name)?)?;
     validate_description(request.description.as_ref())?;
     validate_optional_metadata(request.metadata.as_ref())?;
-    let view = state
-        .service
-        .create_collection(
+    let view = collections
+        .create(
             &access,
             request.description,
             request.metadata.unwrap_or_default(),
@@ -191,12 +203,13 @@ pub async fn create(
     responses((status = 200, body = CollectionResponse), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn fetch(
-    State(state): State<AppState>,
+    State(collections): State<Collections>,
+    State(authorizer): State<Authorizer>,
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
 ) -> ApiResult<Json<CollectionResponse>> {
-    let access = readable(&state, &agent, &collection)?;
-    Ok(Json(state.service.get_collection(&access)?.into()))
+    let access = readable(&authorizer, &agent, &collection)?;
+    Ok(Json(collections.get(&access)?.into()))
 }
 
 /// Updates description and/or metadata of an existing collection.
@@ -206,17 +219,17 @@ pub async fn fetch(
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn update(
-    State(state): State<AppState>,
+    State(collections): State<Collections>,
+    State(authorizer): State<Authorizer>,
     Writer(agent): Writer,
     ApiPath(collection): ApiPath<String>,
     ApiJson(request): ApiJson<UpdateCollectionRequest>,
 ) -> ApiResult<Json<CollectionResponse>> {
-    let access = writable(&state, &agent, &collection)?;
+    let access = writable(&authorizer, &agent, &collection)?;
     validate_description(request.description.as_ref())?;
     validate_optional_metadata(request.metadata.as_ref())?;
-    let view = state
-        .service
-        .update_collection(&access, request.description, request.metadata)
+    let view = collections
+        .update(&access, request.description, request.metadata)
         .await?;
     Ok(Json(view.into()))
 }
@@ -228,11 +241,12 @@ pub async fn update(
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn remove(
-    State(state): State<AppState>,
+    State(collections): State<Collections>,
+    State(authorizer): State<Authorizer>,
     Writer(agent): Writer,
     ApiPath(collection): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    let access = writable(&state, &agent, &collection)?;
-    state.service.delete_collection(&access).await?;
+    let access = writable(&authorizer, &agent, &collection)?;
+    collections.delete(&access).await?;
     Ok(StatusCode::NO_CONTENT)
 }

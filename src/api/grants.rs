@@ -8,7 +8,10 @@ use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::service::CollectionGrants;
+use memvault_core::{Authorizer, Collections, Keys};
+use memvault_storage::ApiKeyRecord;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -64,18 +67,13 @@ pub struct GrantsResponse {
     pub grants: Vec<GrantResponse>,
 }
 
-fn response(
-    state: &AppState,
-    tenant: &memvault_storage::TenantId,
-    grants: CollectionGrants,
-) -> ApiResult<GrantsResponse> {
-    let keys = state.service.keys(tenant)?;
+fn response(keys: &[Arc<ApiKeyRecord>], grants: CollectionGrants) -> GrantsResponse {
     let label = |id: &str| {
         keys.iter()
             .find(|key| key.id == id)
             .map(|key| key.label.clone())
     };
-    Ok(GrantsResponse {
+    GrantsResponse {
         collection: grants.collection.to_string(),
         restricted: grants.restricted(),
         grants: grants
@@ -89,7 +87,7 @@ fn response(
                 updated_at: grant.updated_at,
             })
             .collect(),
-    })
+    }
 }
 
 /// Creates or updates one agent's grant; the first grant restricts the collection.
@@ -102,12 +100,14 @@ fn response(
         (status = 422, body = ErrorBody, description = "an invalid body, or agent_key_id names no key of this tenant")),
     security(("bearer" = [])))]
 pub async fn upsert(
-    State(state): State<AppState>,
+    State(collections): State<Collections>,
+    State(keys): State<Keys>,
+    State(authorizer): State<Authorizer>,
     Owner(agent): Owner,
     ApiPath(collection): ApiPath<String>,
     ApiJson(request): ApiJson<GrantRequest>,
 ) -> ApiResult<Json<GrantsResponse>> {
-    let access = writable(&state, &agent, &collection)?;
+    let access = writable(&authorizer, &agent, &collection)?;
     let agent_key_id = request.agent_key_id.trim().to_owned();
     if agent_key_id.is_empty() || agent_key_id.chars().count() > AGENT_KEY_ID_MAX_CHARS {
         return Err(ApiError::Validation(format!(
@@ -115,21 +115,20 @@ pub async fn upsert(
         )));
     }
     // The collection first: another tenant's (or a missing) one is 404 whatever the body.
-    state.service.grants(&access)?;
+    collections.grants(&access)?;
     // A key the body names that does not exist is invalid input (422), not a missing
     // target: the URL's collection is there, and 404 would say it is not.
-    let keys = state.service.keys(&agent.tenant_id)?;
-    if !keys.iter().any(|key| key.id == agent_key_id) {
+    let tenant_keys = keys.list(&agent.tenant_id)?;
+    if !tenant_keys.iter().any(|key| key.id == agent_key_id) {
         return Err(ApiError::Validation(format!(
             "agent_key_id '{agent_key_id}' is no API key of this tenant (see GET \
              /v1/memory/agents)"
         )));
     }
-    let grants = state
-        .service
+    let grants = collections
         .put_grant(&access, agent_key_id, request.can_read, request.can_write)
         .await?;
-    Ok(Json(response(&state, &agent.tenant_id, grants)?))
+    Ok(Json(response(&tenant_keys, grants)))
 }
 
 /// The collection's grants; an empty list means the collection is open.
@@ -139,13 +138,15 @@ pub async fn upsert(
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list(
-    State(state): State<AppState>,
+    State(collections): State<Collections>,
+    State(authorizer): State<Authorizer>,
+    State(keys): State<Keys>,
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
 ) -> ApiResult<Json<GrantsResponse>> {
-    let access = readable(&state, &agent, &collection)?;
-    let grants = state.service.grants(&access)?;
-    Ok(Json(response(&state, &agent.tenant_id, grants)?))
+    let access = readable(&authorizer, &agent, &collection)?;
+    let grants = collections.grants(&access)?;
+    Ok(Json(response(&keys.list(&agent.tenant_id)?, grants)))
 }
 
 /// Removes one agent's grant; removing the last grant reopens the collection.
@@ -155,11 +156,12 @@ pub async fn list(
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn remove(
-    State(state): State<AppState>,
+    State(collections): State<Collections>,
+    State(authorizer): State<Authorizer>,
     Owner(agent): Owner,
     ApiPath((collection, agent_key_id)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    let access = writable(&state, &agent, &collection)?;
-    state.service.delete_grant(&access, &agent_key_id).await?;
+    let access = writable(&authorizer, &agent, &collection)?;
+    collections.delete_grant(&access, &agent_key_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::memory::validate_importance;
+use memvault_core::{Authorizer, Graph};
 use memvault_core::{RememberInput, RememberOutcome};
 use memvault_storage::{ExtractJobRecord, RememberedFact};
 use memvault_types::limits::{CONTRADICTIONS_LIMIT_MAX, REMEMBER_CONTENT_MAX_CHARS};
@@ -145,19 +146,20 @@ pub struct JobAccepted {
         (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn remember(
-    State(state): State<AppState>,
+    State(graph): State<Graph>,
+    State(authorizer): State<Authorizer>,
     Writer(agent): Writer,
     ApiPath(collection): ApiPath<String>,
     ApiQuery(params): ApiQuery<RememberParams>,
     ApiJson(request): ApiJson<RememberRequest>,
 ) -> ApiResult<Response> {
-    let access = writable_or_new(&state, &agent, &collection)?;
+    let access = writable_or_new(&authorizer, &agent, &collection)?;
     let input = request.validate()?;
     if params.sync.unwrap_or(false) {
-        let outcome = state.service.remember(&access, input).await?;
+        let outcome = graph.remember(&access, input).await?;
         return Ok(Json(RememberResponse::from(outcome)).into_response());
     }
-    let job = state.service.submit_remember(&access, input).await?;
+    let job = graph.submit_remember(&access, input).await?;
     let accepted = JobAccepted {
         job_id: job.id,
         state: job.state.as_str().to_owned(),
@@ -206,12 +208,12 @@ impl From<ExtractJobRecord> for JobResponse {
         (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn job(
-    State(state): State<AppState>,
+    State(graph): State<Graph>,
     Authenticated(agent): Authenticated,
     ApiPath(job_id): ApiPath<String>,
 ) -> ApiResult<Json<JobResponse>> {
     // A job shows the facts it stored: only for agents that may read its collection.
-    let job = state.service.extract_job(&agent, &job_id).await?;
+    let job = graph.extract_job(&agent, &job_id).await?;
     Ok(Json(JobResponse::from(job)))
 }
 
@@ -245,12 +247,13 @@ pub struct ContradictionsResponse {
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn contradictions(
-    State(state): State<AppState>,
+    State(graph): State<Graph>,
+    State(authorizer): State<Authorizer>,
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
     ApiQuery(query): ApiQuery<ContradictionsQuery>,
 ) -> ApiResult<Json<ContradictionsResponse>> {
-    let access = readable(&state, &agent, &collection)?;
+    let access = readable(&authorizer, &agent, &collection)?;
     let limit = match query.limit {
         None => CONTRADICTIONS_LIMIT_MAX,
         Some(limit) if (1..=CONTRADICTIONS_LIMIT_MAX as i64).contains(&limit) => limit as usize,
@@ -260,7 +263,7 @@ pub async fn contradictions(
             )))
         }
     };
-    let pairs = state.service.contradictions(&access, limit)?;
+    let pairs = graph.contradictions(&access, limit)?;
     Ok(Json(ContradictionsResponse {
         contradictions: pairs
             .iter()
@@ -293,12 +296,13 @@ pub struct ProfileResponse {
         (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn profile(
-    State(state): State<AppState>,
+    State(graph): State<Graph>,
+    State(authorizer): State<Authorizer>,
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
 ) -> ApiResult<Json<ProfileResponse>> {
-    let access = readable(&state, &agent, &collection)?;
-    let profile = state.service.profile(&access).await?;
+    let access = readable(&authorizer, &agent, &collection)?;
+    let profile = graph.profile(&access).await?;
     Ok(Json(ProfileResponse {
         profile: profile.profile,
         based_on: profile.based_on,

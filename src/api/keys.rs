@@ -8,6 +8,7 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::memory::validate_short_field;
 use memvault_core::service::NewKey;
+use memvault_core::Keys;
 use memvault_storage::ApiKeyRecord;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -122,7 +123,7 @@ pub struct AgentListResponse {
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create(
-    State(state): State<AppState>,
+    State(keys): State<Keys>,
     Owner(agent): Owner,
     ApiJson(request): ApiJson<CreateKeyRequest>,
 ) -> ApiResult<(StatusCode, Json<NewKeyResponse>)> {
@@ -135,9 +136,8 @@ pub async fn create(
             )));
         }
     }
-    let (key, secret) = state
-        .service
-        .create_key(
+    let (key, secret) = keys
+        .create(
             &agent,
             NewKey {
                 label,
@@ -160,10 +160,10 @@ pub async fn create(
     responses((status = 200, body = KeyListResponse), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list(
-    State(state): State<AppState>,
+    State(keys): State<Keys>,
     Authenticated(agent): Authenticated,
 ) -> ApiResult<Json<KeyListResponse>> {
-    let keys = state.service.keys(&agent.tenant_id)?;
+    let keys = keys.list(&agent.tenant_id)?;
     Ok(Json(KeyListResponse {
         keys: keys.iter().map(|key| KeyResponse::from(&**key)).collect(),
     }))
@@ -178,11 +178,11 @@ pub async fn list(
         (status = 409, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn revoke(
-    State(state): State<AppState>,
+    State(keys): State<Keys>,
     Owner(agent): Owner,
     ApiPath(key_id): ApiPath<String>,
 ) -> ApiResult<Json<KeyResponse>> {
-    let key = state.service.revoke_key(&agent, &key_id).await?;
+    let key = keys.revoke(&agent, &key_id).await?;
     Ok(Json(KeyResponse::from(&*key)))
 }
 
@@ -191,11 +191,11 @@ pub async fn revoke(
     responses((status = 200, body = AgentListResponse), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn agents(
-    State(state): State<AppState>,
+    State(keys): State<Keys>,
     Authenticated(agent): Authenticated,
 ) -> ApiResult<Json<AgentListResponse>> {
     let now = Utc::now();
-    let keys = state.service.keys(&agent.tenant_id)?;
+    let keys = keys.list(&agent.tenant_id)?;
     Ok(Json(AgentListResponse {
         agents: keys
             .iter()
@@ -216,10 +216,10 @@ pub async fn agents(
     responses((status = 200, body = NewKeyResponse), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn rotate(
-    State(state): State<AppState>,
+    State(keys): State<Keys>,
     Authenticated(agent): Authenticated,
 ) -> ApiResult<Json<NewKeyResponse>> {
-    let (key, secret) = state.service.rotate_key(&agent).await?;
+    let (key, secret) = keys.rotate(&agent).await?;
     Ok(Json(NewKeyResponse {
         key: secret,
         details: KeyResponse::from(&*key),

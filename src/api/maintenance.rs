@@ -9,6 +9,7 @@ use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::collection::CollectionHealth;
+use memvault_core::{Authorizer, Maintenance};
 use memvault_storage::{CollectionName, MemoryRecord};
 use memvault_types::limits::{
     DEDUP_THRESHOLD_DEFAULT, STALE_DAYS_DEFAULT, STALE_DAYS_MAX, SUMMARY_LIMIT_DEFAULT,
@@ -121,7 +122,8 @@ pub struct DedupResponse {
         (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn dedup(
-    State(state): State<AppState>,
+    State(maintenance): State<Maintenance>,
+    State(authorizer): State<Authorizer>,
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
     OptionalJson(request): OptionalJson<DedupRequest>,
@@ -132,9 +134,14 @@ pub async fn dedup(
             "threshold must be between 0 and 1, got {threshold}"
         )));
     }
-    let sweep = sweepable(&state, &agent, &collection, request.dry_run.unwrap_or(true))?;
+    let sweep = sweepable(
+        &authorizer,
+        &agent,
+        &collection,
+        request.dry_run.unwrap_or(true),
+    )?;
     let dry_run = sweep.is_dry_run();
-    let report = state.service.dedup(&sweep, threshold as f32).await?;
+    let report = maintenance.dedup(&sweep, threshold as f32).await?;
     Ok(Json(DedupResponse {
         dry_run,
         threshold,
@@ -192,15 +199,21 @@ pub struct ArchiveStaleResponse {
         (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn archive_stale(
-    State(state): State<AppState>,
+    State(maintenance): State<Maintenance>,
+    State(authorizer): State<Authorizer>,
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
     OptionalJson(request): OptionalJson<ArchiveStaleRequest>,
 ) -> ApiResult<Json<ArchiveStaleResponse>> {
     let days = stale_days(request.older_than_days, "older_than_days")?;
-    let sweep = sweepable(&state, &agent, &collection, request.dry_run.unwrap_or(true))?;
+    let sweep = sweepable(
+        &authorizer,
+        &agent,
+        &collection,
+        request.dry_run.unwrap_or(true),
+    )?;
     let dry_run = sweep.is_dry_run();
-    let mut ids = state.service.archive_stale(&sweep, days).await?;
+    let mut ids = maintenance.archive_stale(&sweep, days).await?;
     let count = ids.len();
     ids.truncate(ARCHIVE_STALE_IDS_MAX);
     Ok(Json(ArchiveStaleResponse {
@@ -279,7 +292,8 @@ pub struct HealthResponse {
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn health(
-    State(state): State<AppState>,
+    State(authorizer): State<Authorizer>,
+    State(maintenance): State<Maintenance>,
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
     ApiQuery(query): ApiQuery<HealthQuery>,
@@ -287,8 +301,8 @@ pub async fn health(
     let days = stale_days(query.stale_days, "stale_days")?;
     let found = match CollectionName::parse(&collection) {
         Ok(name) => {
-            let access = state.service.authorize::<Read>(&agent, name)?;
-            state.service.collection_health(&access, days)?
+            let access = authorizer.authorize::<Read>(&agent, name)?;
+            maintenance.collection_health(&access, days)?
         }
         Err(_) => None,
     };
@@ -334,7 +348,8 @@ pub struct SummaryResponse {
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn summary(
-    State(state): State<AppState>,
+    State(authorizer): State<Authorizer>,
+    State(maintenance): State<Maintenance>,
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
     ApiQuery(query): ApiQuery<SummaryQuery>,
@@ -350,8 +365,8 @@ pub async fn summary(
     };
     let found = match CollectionName::parse(&collection) {
         Ok(name) => {
-            let access = state.service.authorize::<Read>(&agent, name)?;
-            state.service.summary(&access, limit).await?
+            let access = authorizer.authorize::<Read>(&agent, name)?;
+            maintenance.summary(&access, limit).await?
         }
         Err(_) => None,
     };
@@ -375,7 +390,7 @@ pub async fn summary(
             summary: "The collection does not exist.".to_owned(),
             themes: Vec::new(),
             based_on: 0,
-            generated_at: state.service.now(),
+            generated_at: maintenance.now(),
             generated_by: "extractive".to_owned(),
             skipped: None,
         },
@@ -398,13 +413,12 @@ pub struct MemoryHealthResponse {
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn memory_health(
-    State(state): State<AppState>,
+    State(maintenance): State<Maintenance>,
     _admin: Admin,
     ApiQuery(query): ApiQuery<HealthQuery>,
 ) -> ApiResult<Json<MemoryHealthResponse>> {
     let days = stale_days(query.stale_days, "stale_days")?;
-    let service = state.service.clone();
-    let total = tokio::task::spawn_blocking(move || service.service_health(days))
+    let total = tokio::task::spawn_blocking(move || maintenance.service_health(days))
         .await
         .map_err(|error| {
             ApiError::from(memvault_core::Error::TaskFailed {

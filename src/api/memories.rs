@@ -10,6 +10,7 @@ use memvault_core::memory::{
     NewMemory,
 };
 use memvault_core::ListPage;
+use memvault_core::{Authorizer, Memories};
 use memvault_storage::MemoryRecord;
 use memvault_types::limits::{
     BULK_MAX_ITEMS, DEFAULT_IMPORTANCE, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,
@@ -285,14 +286,15 @@ pub struct BulkCreateResponse {
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create(
-    State(state): State<AppState>,
+    State(memories): State<Memories>,
+    State(authorizer): State<Authorizer>,
     Writer(agent): Writer,
     ApiPath(collection): ApiPath<String>,
     ApiJson(request): ApiJson<CreateMemoryRequest>,
 ) -> ApiResult<(StatusCode, Json<MemoryResponse>)> {
-    let access = writable_or_new(&state, &agent, &collection)?;
+    let access = writable_or_new(&authorizer, &agent, &collection)?;
     let memory = request.validate()?;
-    let created = state.service.create_memories(&access, vec![memory]).await?;
+    let created = memories.create(&access, vec![memory]).await?;
     let response = created
         .first()
         .map(|memory| MemoryResponse::from(&**memory))
@@ -308,19 +310,20 @@ pub async fn create(
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn bulk(
-    State(state): State<AppState>,
+    State(memories): State<Memories>,
+    State(authorizer): State<Authorizer>,
     Writer(agent): Writer,
     ApiPath(collection): ApiPath<String>,
     ApiJsonArray(requests): ApiJsonArray<CreateMemoryRequest>,
 ) -> ApiResult<(StatusCode, Json<BulkCreateResponse>)> {
-    let access = writable_or_new(&state, &agent, &collection)?;
+    let access = writable_or_new(&authorizer, &agent, &collection)?;
     if requests.is_empty() || requests.len() > BULK_MAX_ITEMS {
         return Err(ApiError::Validation(format!(
             "bulk takes 1 to {BULK_MAX_ITEMS} items, got {}",
             requests.len()
         )));
     }
-    let memories = requests
+    let new_memories = requests
         .into_iter()
         .enumerate()
         .map(|(index, request)| {
@@ -329,7 +332,7 @@ pub async fn bulk(
                 .map_err(|error| ApiError::Validation(format!("item [{index}]: {error}")))
         })
         .collect::<ApiResult<Vec<NewMemory>>>()?;
-    let created = state.service.create_memories(&access, memories).await?;
+    let created = memories.create(&access, new_memories).await?;
     let memories: Vec<MemoryResponse> = created
         .iter()
         .map(|memory| MemoryResponse::from(&**memory))
@@ -350,12 +353,13 @@ pub async fn bulk(
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list(
-    State(state): State<AppState>,
+    State(memories): State<Memories>,
+    State(authorizer): State<Authorizer>,
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
     ApiQuery(query): ApiQuery<ListMemoriesQuery>,
 ) -> ApiResult<Json<Vec<MemoryResponse>>> {
-    let access = readable(&state, &agent, &collection)?;
+    let access = readable(&authorizer, &agent, &collection)?;
     let limit = query.limit.unwrap_or(LIST_LIMIT_DEFAULT);
     if !(1..=LIST_LIMIT_MAX).contains(&limit) {
         return Err(ApiError::Validation(format!(
@@ -373,7 +377,7 @@ pub async fn list(
         limit,
         include_archived: query.include_archived.unwrap_or(false),
     };
-    let memories = state.service.list_memories(&access, page)?;
+    let memories = memories.list(&access, page)?;
     Ok(Json(
         memories
             .iter()
@@ -387,12 +391,13 @@ pub async fn list(
     responses((status = 200, body = MemoryResponse), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn fetch(
-    State(state): State<AppState>,
+    State(memories): State<Memories>,
+    State(authorizer): State<Authorizer>,
     Authenticated(agent): Authenticated,
     ApiPath((collection, id)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<MemoryResponse>> {
-    let access = readable(&state, &agent, &collection)?;
-    let memory = state.service.get_memory(&access, &id)?;
+    let access = readable(&authorizer, &agent, &collection)?;
+    let memory = memories.get(&access, &id)?;
     Ok(Json(MemoryResponse::from(&*memory)))
 }
 
@@ -403,14 +408,15 @@ pub async fn fetch(
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn patch(
-    State(state): State<AppState>,
+    State(memories): State<Memories>,
+    State(authorizer): State<Authorizer>,
     Writer(agent): Writer,
     ApiPath((collection, id)): ApiPath<(String, String)>,
     ApiJson(request): ApiJson<PatchMemoryRequest>,
 ) -> ApiResult<Json<MemoryResponse>> {
-    let access = writable(&state, &agent, &collection)?;
+    let access = writable(&authorizer, &agent, &collection)?;
     let patch = request.validate()?;
-    let memory = state.service.patch_memory(&access, &id, patch).await?;
+    let memory = memories.patch(&access, &id, patch).await?;
     Ok(Json(MemoryResponse::from(&*memory)))
 }
 
@@ -420,12 +426,13 @@ pub async fn patch(
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn remove(
-    State(state): State<AppState>,
+    State(memories): State<Memories>,
+    State(authorizer): State<Authorizer>,
     Writer(agent): Writer,
     ApiPath((collection, id)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    let access = writable(&state, &agent, &collection)?;
-    state.service.delete_memory(&access, &id).await?;
+    let access = writable(&authorizer, &agent, &collection)?;
+    memories.delete(&access, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -436,14 +443,15 @@ pub async fn remove(
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn move_to(
-    State(state): State<AppState>,
+    State(memories): State<Memories>,
+    State(authorizer): State<Authorizer>,
     Writer(agent): Writer,
     ApiPath((collection, id)): ApiPath<(String, String)>,
     ApiJson(request): ApiJson<MoveMemoryRequest>,
 ) -> ApiResult<Json<MemoryResponse>> {
-    let from = writable(&state, &agent, &collection)?;
-    let to = writable_or_new(&state, &agent, &request.to_collection)?;
-    let memory = state.service.move_memory(&from, &id, &to).await?;
+    let from = writable(&authorizer, &agent, &collection)?;
+    let to = writable_or_new(&authorizer, &agent, &request.to_collection)?;
+    let memory = memories.move_to(&from, &id, &to).await?;
     Ok(Json(MemoryResponse::from(&*memory)))
 }
 
@@ -454,16 +462,14 @@ pub async fn move_to(
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn pin(
-    State(state): State<AppState>,
+    State(memories): State<Memories>,
+    State(authorizer): State<Authorizer>,
     Writer(agent): Writer,
     ApiPath((collection, id)): ApiPath<(String, String)>,
     ApiJson(request): ApiJson<PinRequest>,
 ) -> ApiResult<Json<MemoryResponse>> {
-    let access = writable(&state, &agent, &collection)?;
-    let memory = state
-        .service
-        .set_pinned(&access, &id, request.pinned)
-        .await?;
+    let access = writable(&authorizer, &agent, &collection)?;
+    let memory = memories.set_pinned(&access, &id, request.pinned).await?;
     Ok(Json(MemoryResponse::from(&*memory)))
 }
 
@@ -474,14 +480,14 @@ pub async fn pin(
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn archive(
-    State(state): State<AppState>,
+    State(memories): State<Memories>,
+    State(authorizer): State<Authorizer>,
     Writer(agent): Writer,
     ApiPath((collection, id)): ApiPath<(String, String)>,
     ApiJson(request): ApiJson<ArchiveRequest>,
 ) -> ApiResult<Json<MemoryResponse>> {
-    let access = writable(&state, &agent, &collection)?;
-    let memory = state
-        .service
+    let access = writable(&authorizer, &agent, &collection)?;
+    let memory = memories
         .set_archived(&access, &id, request.archived)
         .await?;
     Ok(Json(MemoryResponse::from(&*memory)))

@@ -8,13 +8,12 @@ use std::time::Instant;
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-
-use super::AppState;
+use memvault_core::Operator;
 
 /// Use with `axum::middleware::from_fn_with_state` as a router layer, so the matched path
 /// is known when it runs.
 pub async fn record_request(
-    State(state): State<AppState>,
+    State(operator): State<Operator>,
     request: Request,
     next: Next,
 ) -> Response {
@@ -22,7 +21,7 @@ pub async fn record_request(
     let method = request.method().clone();
     let matched_path = request.extensions().get::<MatchedPath>().cloned();
     let response = next.run(request).await;
-    state.service.metrics().record_request(
+    operator.metrics().record_request(
         method.as_str(),
         matched_path.as_ref().map(MatchedPath::as_str),
         response.status().as_u16(),

@@ -25,13 +25,16 @@ pub mod webhooks;
 
 use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRef, Request, State};
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use memvault_core::pageviews::Pageviews;
 use memvault_core::status::StatusMonitor;
-use memvault_core::Memvault;
+use memvault_core::{
+    AuditTrail, Authorizer, Collections, Graph, Keys, Maintenance, Memories, Memvault, Operator,
+    Proxy, Search, Settings, Tenants,
+};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 use utoipa_axum::router::OpenApiRouter;
@@ -39,16 +42,28 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::error::ApiError;
 use ratelimit::RateLimits;
 
-/// What every handler can reach.
-#[derive(Clone)]
+/// What every handler can reach: one service per domain (handlers take the one they
+/// need as `State<Memories>`, `State<Search>`, ...) and the edge's own state.
+#[derive(Clone, FromRef)]
 pub struct AppState {
-    /// The actors' facade: every read and write goes through it.
-    pub service: Memvault,
+    pub memories: Memories,
+    pub collections: Collections,
+    pub search: Search,
+    pub graph: Graph,
+    pub maintenance: Maintenance,
+    pub keys: Keys,
+    pub tenants: Tenants,
+    pub settings: Settings,
+    pub operator: Operator,
+    pub proxy: Proxy,
+    pub audit: AuditTrail,
+    pub authorizer: Authorizer,
     /// Self-check history for the public status page.
     pub status: Arc<StatusMonitor>,
     /// Cookieless pageview counts from the beacon.
     pub pageviews: Arc<Pageviews>,
     /// Largest request body accepted; reported in the account's limits.
+    #[from_ref(skip)]
     pub max_body_bytes: usize,
     /// Per-key request limits and their counters.
     pub rate_limits: Arc<RateLimits>,
@@ -56,13 +71,24 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(
-        service: Memvault,
+        service: &Memvault,
         status: Arc<StatusMonitor>,
         max_body_bytes: usize,
         rate_limits: RateLimits,
     ) -> Self {
         Self {
-            service,
+            memories: service.memories(),
+            collections: service.collections(),
+            search: service.search(),
+            graph: service.graph(),
+            maintenance: service.maintenance(),
+            keys: service.keys(),
+            tenants: service.tenants(),
+            settings: service.settings(),
+            operator: service.operator(),
+            proxy: service.proxy(),
+            audit: service.audit(),
+            authorizer: service.authorizer(),
             status,
             pageviews: Arc::new(Pageviews::default()),
             max_body_bytes,
@@ -163,7 +189,7 @@ async fn fallback(State(state): State<AppState>, request: Request) -> Response {
     let path = parts.uri.path();
     let public = PUBLIC_PATHS.iter().any(|prefix| path.starts_with(prefix));
     if path.starts_with("/v1/") && !public {
-        if let Err(error) = auth::authenticate(&parts, &state) {
+        if let Err(error) = auth::authenticate(&parts, &state.authorizer) {
             return error.into_response();
         }
     }

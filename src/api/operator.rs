@@ -3,12 +3,14 @@
 //! and `.../analytics`. The service-wide `.../memory-health` lives with maintenance.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
 use memvault_core::metrics::{LatencySummary, MetricsSnapshot, Stage};
-use memvault_core::Memvault;
+use memvault_core::pageviews::Pageviews;
+use memvault_core::Operator;
 use memvault_jobs::{JobMetricsSnapshot, RecurringSnapshot};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -136,7 +138,7 @@ pub struct ActorRestartsResponse {
 }
 
 impl MetricsResponse {
-    fn new(snapshot: MetricsSnapshot, service: &Memvault) -> Self {
+    fn new(snapshot: MetricsSnapshot, operator: &Operator) -> Self {
         let stage = |stage: Stage| StageMetricsResponse::from(snapshot.stage(stage));
         Self {
             scope: "process",
@@ -165,14 +167,14 @@ impl MetricsResponse {
                     p95_ms: rounded_ms(route.latency.p95_ms),
                 })
                 .collect(),
-            jobs: service
+            jobs: operator
                 .job_metrics()
                 .into_iter()
                 .map(|(kind, metrics)| (kind.to_owned(), metrics))
                 .collect(),
-            recurring: service.recurring_metrics(),
+            recurring: operator.recurring_metrics(),
             actor_restarts: {
-                let restarts = service.actor_restarts();
+                let restarts = operator.actor_restarts();
                 ActorRestartsResponse {
                     tenants: restarts.tenants,
                     collections: restarts.collections,
@@ -190,17 +192,17 @@ impl MetricsResponse {
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn metrics(
-    State(state): State<AppState>,
+    State(operator): State<Operator>,
     _admin: Admin,
     ApiQuery(query): ApiQuery<MetricsQuery>,
 ) -> ApiResult<Json<MetricsResponse>> {
-    let metrics = state.service.metrics();
+    let metrics = operator.metrics();
     let snapshot = if query.reset.unwrap_or(false) {
         metrics.snapshot_and_reset()
     } else {
         metrics.snapshot()
     };
-    Ok(Json(MetricsResponse::new(snapshot, &state.service)))
+    Ok(Json(MetricsResponse::new(snapshot, &operator)))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -255,12 +257,12 @@ pub struct UsageResponse {
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn usage(
-    State(state): State<AppState>,
+    State(operator): State<Operator>,
     _admin: Admin,
     ApiQuery(query): ApiQuery<UsageQuery>,
 ) -> ApiResult<Json<UsageResponse>> {
     let days = within(query.days, USAGE_DAYS_DEFAULT, USAGE_DAYS_MAX, "days")?;
-    let usage = state.service.operator_usage(days).await?;
+    let usage = operator.usage(days).await?;
     Ok(Json(UsageResponse {
         days,
         tenants: usage.tenants,
@@ -427,7 +429,8 @@ fn day_counts(days: Vec<(NaiveDate, u64)>) -> Vec<DayCountResponse> {
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn analytics(
-    State(state): State<AppState>,
+    State(operator): State<Operator>,
+    State(pageviews): State<Arc<Pageviews>>,
     _admin: Admin,
     ApiQuery(query): ApiQuery<AnalyticsQuery>,
 ) -> ApiResult<Json<AnalyticsResponse>> {
@@ -437,8 +440,8 @@ pub async fn analytics(
         ANALYTICS_DAYS_MAX,
         "days",
     )?;
-    let signups = state.service.signups(days);
-    let pageviews = state.pageviews.summary(days);
+    let signups = operator.signups(days);
+    let pageviews = pageviews.summary(days);
     Ok(Json(AnalyticsResponse {
         days,
         funnel: FunnelResponse {

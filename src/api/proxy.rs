@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::Json;
 use memvault_core::service::proxy::{ProxyOutcome, ProxyRequest};
 use memvault_core::Agent;
+use memvault_core::{Authorizer, Proxy};
 use memvault_storage::CollectionName;
 use memvault_types::limits::{
     PROXY_MEMORY_LIMIT_DEFAULT, PROXY_MEMORY_LIMIT_MAX, SHORT_FIELD_MAX_CHARS,
@@ -91,7 +92,7 @@ pub struct ChatCompletionRequest {
 }
 
 impl ChatCompletionRequest {
-    fn validate(self, state: &AppState, agent: &Agent) -> ApiResult<ProxyRequest> {
+    fn validate(self, authorizer: &Authorizer, agent: &Agent) -> ApiResult<ProxyRequest> {
         if let Some(field) = self
             .forwarded
             .keys()
@@ -149,7 +150,7 @@ impl ChatCompletionRequest {
                 .map(|raw| {
                     // A body field: an impossible name is invalid input, not a missing page.
                     CollectionName::parse(&raw).map_err(ApiError::Validation)?;
-                    readable(state, agent, &raw).map(|access| access.collection().clone())
+                    readable(authorizer, agent, &raw).map(|access| access.collection().clone())
                 })
                 .transpose()?,
             container_tag: self.container_tag,
@@ -236,11 +237,12 @@ impl From<ProxyOutcome> for ChatCompletionResponse {
         (status = 504, body = ErrorBody, description = "the upstream LLM timed out")),
     security(("bearer" = [])))]
 pub async fn chat_completions(
-    State(state): State<AppState>,
+    State(proxy): State<Proxy>,
+    State(authorizer): State<Authorizer>,
     Authenticated(agent): Authenticated,
     ApiJson(request): ApiJson<ChatCompletionRequest>,
 ) -> ApiResult<Json<ChatCompletionResponse>> {
-    let request = request.validate(&state, &agent)?;
-    let outcome = state.service.chat_proxy(&agent, request).await?;
+    let request = request.validate(&authorizer, &agent)?;
+    let outcome = proxy.chat(&agent, request).await?;
     Ok(Json(ChatCompletionResponse::from(outcome)))
 }

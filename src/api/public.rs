@@ -1,11 +1,14 @@
 //! Public endpoints (no key): health, status, and the pageview beacon.
 
+use std::sync::Arc;
+
 use axum::body::to_bytes;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
-use memvault_core::status::{HealthCheck, Incident};
+use memvault_core::pageviews::Pageviews;
+use memvault_core::status::{HealthCheck, Incident, StatusMonitor};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -98,8 +101,8 @@ impl From<Incident> for IncidentResponse {
 /// and incidents. Carries no tenant data.
 #[utoipa::path(get, path = "/status", tag = "public",
     responses((status = 200, body = StatusResponse)))]
-pub async fn status(State(state): State<AppState>) -> Json<StatusResponse> {
-    let report = state.status.report();
+pub async fn status(State(status): State<Arc<StatusMonitor>>) -> Json<StatusResponse> {
+    let report = status.report();
     Json(StatusResponse {
         status: report.state,
         started_at: report.started_at,
@@ -115,11 +118,11 @@ pub async fn status(State(state): State<AppState>) -> Json<StatusResponse> {
 #[utoipa::path(post, path = "/pulse", tag = "public",
     request_body(content = Option<serde_json::Value>, description = "`{\"path\": \"/pricing\", \"referrer\": \"https://...\"}`; any body, or none, is accepted"),
     responses((status = 204, description = "always")))]
-pub async fn pulse(State(state): State<AppState>, request: Request) -> StatusCode {
+pub async fn pulse(State(pageviews): State<Arc<Pageviews>>, request: Request) -> StatusCode {
     let body = to_bytes(request.into_body(), BEACON_BODY_MAX)
         .await
         .unwrap_or_default();
-    state.pageviews.record(&body);
+    pageviews.record(&body);
     StatusCode::NO_CONTENT
 }
 
@@ -127,6 +130,6 @@ pub async fn pulse(State(state): State<AppState>, request: Request) -> StatusCod
 #[utoipa::path(post, path = "/track", tag = "public",
     request_body(content = Option<serde_json::Value>, description = "as for /v1/pulse"),
     responses((status = 204, description = "always")))]
-pub async fn track(state: State<AppState>, request: Request) -> StatusCode {
-    pulse(state, request).await
+pub async fn track(pageviews: State<Arc<Pageviews>>, request: Request) -> StatusCode {
+    pulse(pageviews, request).await
 }

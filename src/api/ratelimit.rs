@@ -66,14 +66,14 @@ fn set_headers(headers: &mut HeaderMap, decision: &Decision) {
 
 pub async fn limit(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
-    let Ok(agent) = authenticate(&parts, &state) else {
+    let Ok(agent) = authenticate(&parts, &state.authorizer) else {
         return next.run(Request::from_parts(parts, body)).await;
     };
     let limits = &state.rate_limits;
     let decision = if limits.enabled {
         let tier = state
-            .service
-            .tenant(&agent.tenant_id)
+            .tenants
+            .get(&agent.tenant_id)
             .map(|tenant| limits.limit_for(&tenant.tier))
             .unwrap_or(limits.per_minute);
         let now = unix_now();

@@ -4,6 +4,7 @@
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Utc};
+use memvault_core::{Authorizer, Search};
 use memvault_index::search::{
     FusionParams, SearchFilter, SearchHit, SearchMode, SearchOutcome, SearchQuery,
 };
@@ -238,14 +239,15 @@ impl SearchResponse {
         (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn search_collection(
-    State(state): State<AppState>,
+    State(search): State<Search>,
+    State(authorizer): State<Authorizer>,
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
     ApiJson(request): ApiJson<SearchRequest>,
 ) -> ApiResult<Json<SearchResponse>> {
-    let access = readable(&state, &agent, &collection)?;
+    let access = readable(&authorizer, &agent, &collection)?;
     let query = request.validate()?;
-    let outcome = state.service.search(&agent, Some(&access), query).await?;
+    let outcome = search.search(&agent, Some(&access), query).await?;
     Ok(Json(SearchResponse::new(outcome, false)))
 }
 
@@ -256,12 +258,12 @@ pub async fn search_collection(
         (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn search_tenant(
-    State(state): State<AppState>,
+    State(search): State<Search>,
     Authenticated(agent): Authenticated,
     ApiJson(request): ApiJson<SearchRequest>,
 ) -> ApiResult<Json<SearchResponse>> {
     let query = request.validate()?;
-    let outcome = state.service.search(&agent, None, query).await?;
+    let outcome = search.search(&agent, None, query).await?;
     Ok(Json(SearchResponse::new(outcome, true)))
 }
 
@@ -284,18 +286,16 @@ pub struct RelatedQuery {
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn related(
-    State(state): State<AppState>,
+    State(search): State<Search>,
+    State(authorizer): State<Authorizer>,
     Authenticated(agent): Authenticated,
     ApiPath((collection, id)): ApiPath<(String, String)>,
     ApiQuery(query): ApiQuery<RelatedQuery>,
 ) -> ApiResult<Json<SearchResponse>> {
-    let access = readable(&state, &agent, &collection)?;
+    let access = readable(&authorizer, &agent, &collection)?;
     let limit = validate_limit(query.limit, RELATED_LIMIT_DEFAULT, SEARCH_LIMIT_MAX)?;
     let min_score = validate_score(query.min_score, RELATED_MIN_SCORE_DEFAULT)?;
-    let outcome = state
-        .service
-        .related(&access, &id, limit, min_score)
-        .await?;
+    let outcome = search.related(&access, &id, limit, min_score).await?;
     Ok(Json(SearchResponse::new(outcome, false)))
 }
 
@@ -335,19 +335,17 @@ pub struct ForgetResponse {
         (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn forget(
-    State(state): State<AppState>,
+    State(search): State<Search>,
+    State(authorizer): State<Authorizer>,
     Writer(agent): Writer,
     ApiPath(collection): ApiPath<String>,
     ApiJson(request): ApiJson<ForgetRequest>,
 ) -> ApiResult<Json<ForgetResponse>> {
-    let access = writable(&state, &agent, &collection)?;
+    let access = writable(&authorizer, &agent, &collection)?;
     let query = validate_query(request.query)?;
     let min_score = validate_score(request.min_score, FORGET_MIN_SCORE_DEFAULT)?;
     let limit = validate_limit(request.limit, FORGET_LIMIT_DEFAULT, FORGET_LIMIT_MAX)?;
-    let deleted = state
-        .service
-        .forget(&access, &query, min_score, limit)
-        .await?;
+    let deleted = search.forget(&access, &query, min_score, limit).await?;
     Ok(Json(ForgetResponse {
         count: deleted.len(),
         deleted: deleted

@@ -5,6 +5,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
+use memvault_core::Settings;
 use memvault_core::{ExtractionLlmInput, ExtractionLlmView, SpendView};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -108,10 +109,10 @@ impl From<Option<ExtractionLlmView>> for ExtractionConfigResponse {
     responses((status = 200, body = ExtractionConfigResponse), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_extraction(
-    State(state): State<AppState>,
+    State(settings): State<Settings>,
     Authenticated(agent): Authenticated,
 ) -> ApiResult<Json<ExtractionConfigResponse>> {
-    let view = state.service.extraction_llm(&agent.tenant_id)?;
+    let view = settings.extraction_llm(&agent.tenant_id)?;
     Ok(Json(view.into()))
 }
 
@@ -123,15 +124,12 @@ pub async fn get_extraction(
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn put_extraction(
-    State(state): State<AppState>,
+    State(settings): State<Settings>,
     Owner(agent): Owner,
     ApiJson(request): ApiJson<ExtractionConfigRequest>,
 ) -> ApiResult<Json<ExtractionConfigResponse>> {
     let input = request.validate()?;
-    let view = state
-        .service
-        .set_extraction_llm(&agent.tenant_id, input)
-        .await?;
+    let view = settings.set_extraction_llm(&agent.tenant_id, input).await?;
     Ok(Json(Some(view).into()))
 }
 
@@ -141,10 +139,10 @@ pub async fn put_extraction(
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn delete_extraction(
-    State(state): State<AppState>,
+    State(settings): State<Settings>,
     Owner(agent): Owner,
 ) -> ApiResult<StatusCode> {
-    state.service.clear_extraction_llm(&agent.tenant_id).await?;
+    settings.clear_extraction_llm(&agent.tenant_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -212,10 +210,10 @@ impl From<SpendView> for SpendCapResponse {
     responses((status = 200, body = SpendCapResponse), (status = 401, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_spend_cap(
-    State(state): State<AppState>,
+    State(settings): State<Settings>,
     Authenticated(agent): Authenticated,
 ) -> ApiResult<Json<SpendCapResponse>> {
-    Ok(Json(state.service.spend(&agent.tenant_id).await?.into()))
+    Ok(Json(settings.spend(&agent.tenant_id).await?.into()))
 }
 
 /// Sets (a non-negative number) or clears (null) the monthly cap.
@@ -225,7 +223,7 @@ pub async fn get_spend_cap(
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn put_spend_cap(
-    State(state): State<AppState>,
+    State(settings): State<Settings>,
     Owner(agent): Owner,
     ApiJson(request): ApiJson<SpendCapRequest>,
 ) -> ApiResult<Json<SpendCapResponse>> {
@@ -246,10 +244,6 @@ pub async fn put_spend_cap(
         }
     };
     Ok(Json(
-        state
-            .service
-            .set_spend_cap(&agent.tenant_id, cap)
-            .await?
-            .into(),
+        settings.set_spend_cap(&agent.tenant_id, cap).await?.into(),
     ))
 }

@@ -6,6 +6,7 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::service::WebhookView;
 use memvault_core::webhooks::EVENTS;
+use memvault_core::Settings;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -74,11 +75,10 @@ impl From<WebhookView> for WebhookConfigResponse {
         (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn fetch(
-    State(state): State<AppState>,
+    State(settings): State<Settings>,
     Authenticated(agent): Authenticated,
 ) -> ApiResult<Json<WebhookConfigResponse>> {
-    let view = state
-        .service
+    let view = settings
         .webhook_config(&agent.tenant_id)?
         .ok_or_else(not_configured)?;
     Ok(Json(view.into()))
@@ -93,14 +93,11 @@ pub async fn fetch(
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn put(
-    State(state): State<AppState>,
+    State(settings): State<Settings>,
     Owner(agent): Owner,
     ApiJson(request): ApiJson<WebhookConfigRequest>,
 ) -> ApiResult<Json<NewWebhookResponse>> {
-    let created = state
-        .service
-        .set_webhook(&agent.tenant_id, &request.url)
-        .await?;
+    let created = settings.set_webhook(&agent.tenant_id, &request.url).await?;
     Ok(Json(NewWebhookResponse {
         url: created.view.url,
         secret: created.secret,
@@ -114,8 +111,11 @@ pub async fn put(
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn remove(State(state): State<AppState>, Owner(agent): Owner) -> ApiResult<StatusCode> {
-    if state.service.delete_webhook(&agent.tenant_id).await? {
+pub async fn remove(
+    State(settings): State<Settings>,
+    Owner(agent): Owner,
+) -> ApiResult<StatusCode> {
+    if settings.delete_webhook(&agent.tenant_id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(not_configured())

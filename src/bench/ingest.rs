@@ -52,11 +52,12 @@ pub async fn in_process_service(
     let mut config = Config::default();
     config.server.data_dir = data_dir.to_owned();
     let key = format!("mv_bench_{}", uuid::Uuid::new_v4().simple());
-    let (state, _) = server::start_service(&config, embedder, Some(key.clone()))
+    let started = server::start_service(&config, embedder, Some(key.clone()))
         .await
         .map_err(|error| error.to_string())?;
-    let service = state.service.clone();
+    let service = started.service;
     let agent = service
+        .authorizer()
         .authenticate(&key)
         .ok_or_else(|| "the bootstrap key does not authenticate".to_owned())?;
     let name = CollectionName::parse("bench")?;
@@ -113,6 +114,7 @@ pub async fn without_model(source: &Path, concurrency: usize) -> Result<(f64, us
                 (service.clone(), agent.clone(), name.clone(), queue.clone());
             tokio::spawn(async move {
                 let access = service
+                    .authorizer()
                     .authorize::<Write>(&agent, name)
                     .map_err(|error| error.to_string())?;
                 loop {
@@ -132,7 +134,8 @@ pub async fn without_model(source: &Path, concurrency: usize) -> Result<(f64, us
                         })
                         .collect();
                     service
-                        .create_memories(&access, memories)
+                        .memories()
+                        .create(&access, memories)
                         .await
                         .map_err(|error| error.to_string())?;
                 }

@@ -245,6 +245,7 @@ async fn load(
             let corpus = corpus.cloned();
             tokio::spawn(async move {
                 let access = service
+                    .authorizer()
                     .authorize::<Write>(&agent, name)
                     .map_err(|error| error.to_string())?;
                 loop {
@@ -259,7 +260,8 @@ async fn load(
                         })
                         .collect();
                     service
-                        .create_memories(&access, memories)
+                        .memories()
+                        .create(&access, memories)
                         .await
                         .map_err(|error| error.to_string())?;
                     if let Ok(mut progress) = progress.lock() {
@@ -288,15 +290,19 @@ async fn measure(
 ) -> Result<(), String> {
     let text = |error: memvault_core::Error| error.to_string();
     let read = service
+        .authorizer()
         .authorize::<Read>(agent, name.clone())
         .map_err(text)?;
     let write = service
+        .authorizer()
         .authorize::<Write>(agent, name.clone())
         .map_err(text)?;
     let dry_run = service
+        .authorizer()
         .authorize_sweep(agent, name.clone(), true)
         .map_err(text)?;
     let apply = service
+        .authorizer()
         .authorize_sweep(agent, name.clone(), false)
         .map_err(text)?;
 
@@ -305,7 +311,10 @@ async fn measure(
     let mut health = None;
     for _ in 0..200 {
         let started = Instant::now();
-        health = service.collection_health(&read, STALE_DAYS).map_err(text)?;
+        health = service
+            .maintenance()
+            .collection_health(&read, STALE_DAYS)
+            .map_err(text)?;
         latencies.record(started.elapsed());
     }
     report.line(
@@ -325,7 +334,7 @@ async fn measure(
     let mut total = None;
     for _ in 0..50 {
         let started = Instant::now();
-        total = Some(service.service_health(STALE_DAYS));
+        total = Some(service.maintenance().service_health(STALE_DAYS));
         latencies.record(started.elapsed());
     }
     report.line(
@@ -344,7 +353,11 @@ async fn measure(
 
     // Summary: uncached, cached, and uncached again after each write.
     let started = Instant::now();
-    let summary = service.summary(&read, SUMMARY_LIMIT).await.map_err(text)?;
+    let summary = service
+        .maintenance()
+        .summary(&read, SUMMARY_LIMIT)
+        .await
+        .map_err(text)?;
     let first = started.elapsed();
     report.line(
         &format!("summary (limit {SUMMARY_LIMIT}), first call, uncached"),
@@ -364,7 +377,11 @@ async fn measure(
     let mut latencies = Latencies::default();
     for _ in 0..200 {
         let started = Instant::now();
-        service.summary(&read, SUMMARY_LIMIT).await.map_err(text)?;
+        service
+            .maintenance()
+            .summary(&read, SUMMARY_LIMIT)
+            .await
+            .map_err(text)?;
         latencies.record(started.elapsed());
     }
     report.line(
@@ -378,11 +395,16 @@ async fn measure(
             0.5,
         );
         service
-            .create_memories(&write, vec![memory])
+            .memories()
+            .create(&write, vec![memory])
             .await
             .map_err(text)?;
         let started = Instant::now();
-        service.summary(&read, SUMMARY_LIMIT).await.map_err(text)?;
+        service
+            .maintenance()
+            .summary(&read, SUMMARY_LIMIT)
+            .await
+            .map_err(text)?;
         latencies.record(started.elapsed());
     }
     report.line(
@@ -397,6 +419,7 @@ async fn measure(
         let started = Instant::now();
         last = Some(
             service
+                .maintenance()
                 .dedup(&dry_run, DEDUP_THRESHOLD)
                 .await
                 .map_err(text)?,
@@ -423,7 +446,7 @@ async fn measure(
         );
     }
     let started = Instant::now();
-    let deleted = service.dedup(&apply, DEDUP_THRESHOLD).await;
+    let deleted = service.maintenance().dedup(&apply, DEDUP_THRESHOLD).await;
     let elapsed = started.elapsed();
     report.line(
         &format!("dedup ({DEDUP_THRESHOLD}), deleting"),
@@ -445,6 +468,7 @@ async fn measure(
     for _ in 0..5 {
         let started = Instant::now();
         stale = service
+            .maintenance()
             .archive_stale(&dry_run, 0)
             .await
             .map_err(text)?
@@ -456,7 +480,7 @@ async fn measure(
         format!("{} ({stale} would be archived)", figures(&latencies, 5)),
     );
     let started = Instant::now();
-    let archived = service.archive_stale(&apply, 0).await;
+    let archived = service.maintenance().archive_stale(&apply, 0).await;
     let elapsed = started.elapsed();
     report.line(
         "archive_stale (0 days: all), archiving",
@@ -466,7 +490,10 @@ async fn measure(
         },
     );
     let started = Instant::now();
-    let health = service.collection_health(&read, STALE_DAYS).map_err(text)?;
+    let health = service
+        .maintenance()
+        .collection_health(&read, STALE_DAYS)
+        .map_err(text)?;
     let elapsed = started.elapsed();
     report.line(
         "collection_health after the mass archive",

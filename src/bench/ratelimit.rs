@@ -124,7 +124,8 @@ pub async fn run() -> Result<(), BenchError> {
         .await
         .map_err(setup)?;
     let (_, key) = service
-        .create_tenant(memvault_core::service::NewTenant {
+        .tenants()
+        .create(memvault_core::service::NewTenant {
             name: "bench".to_owned(),
             email: "bench@example.com".to_owned(),
             tier: "bench".to_owned(),
@@ -145,7 +146,7 @@ pub async fn run() -> Result<(), BenchError> {
             ..RateLimitConfig::default()
         };
         AppState::new(
-            service.clone(),
+            &service,
             status.clone(),
             1 << 20,
             RateLimits::from_config(&config),

@@ -60,7 +60,7 @@ pub fn start_in_process_with_clock(
                 .expect("runtime");
             runtime.block_on(async move {
                 let embedder = server::start_embedder(&config).await.expect("embedder");
-                let (state, _) = server::start_service_with_clock(
+                let started = server::start_service_with_clock(
                     &config,
                     embedder,
                     Some(ADMIN_KEY.to_owned()),
@@ -74,9 +74,14 @@ pub fn start_in_process_with_clock(
                 sender
                     .send(listener.local_addr().expect("address"))
                     .expect("send address");
-                server::serve(listener, state, std::future::pending())
-                    .await
-                    .expect("serve");
+                server::serve(
+                    listener,
+                    started.service,
+                    started.state,
+                    std::future::pending(),
+                )
+                .await
+                .expect("serve");
             });
         })
         .expect("spawn server thread");

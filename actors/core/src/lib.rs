@@ -41,6 +41,7 @@ pub mod webhooks;
 pub use agent::Agent;
 pub use error::{Error, Result};
 pub use service::{
-    Contradiction, ExtractionLlmInput, ExtractionLlmView, Extractor, ListPage, Memvault, Profile,
-    RememberInput, RememberOutcome, ServiceConfig, SpendView,
+    AuditTrail, Authorizer, Collections, Contradiction, ExtractionLlmInput, ExtractionLlmView,
+    Extractor, Graph, Keys, ListPage, Maintenance, Memories, Memvault, Operator, Profile, Proxy,
+    RememberInput, RememberOutcome, Search, ServiceConfig, Settings, SpendView, Tenants,
 };

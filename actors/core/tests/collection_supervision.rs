@@ -238,8 +238,8 @@ async fn start(store: Arc<FlakyStore>) -> (Memvault, Agent) {
         tier: "free".to_owned(),
         admin: false,
     };
-    let (_, key) = service.create_tenant(tenant).await.unwrap();
-    let agent = service.authenticate(&key).unwrap();
+    let (_, key) = service.tenants().create(tenant).await.unwrap();
+    let agent = service.authorizer().authenticate(&key).unwrap();
     (service, agent)
 }
 
@@ -252,16 +252,24 @@ async fn failed_collection_actor_restarts_with_state_from_the_store() {
     });
     let (service, agent) = start(store.clone()).await;
     let notes = CollectionName::parse("notes").unwrap();
-    let write = service.authorize::<Write>(&agent, notes.clone()).unwrap();
-    let read = service.authorize::<Read>(&agent, notes.clone()).unwrap();
+    let write = service
+        .authorizer()
+        .authorize::<Write>(&agent, notes.clone())
+        .unwrap();
+    let read = service
+        .authorizer()
+        .authorize::<Read>(&agent, notes.clone())
+        .unwrap();
     let kept = service
-        .create_memories(&write, vec![new_memory("kept")])
+        .memories()
+        .create(&write, vec![new_memory("kept")])
         .await
         .unwrap();
 
     store.failing.store(true, Ordering::SeqCst);
     let failed = service
-        .create_memories(&write, vec![new_memory("lost")])
+        .memories()
+        .create(&write, vec![new_memory("lost")])
         .await;
     assert!(matches!(failed, Err(Error::Storage(_))), "{failed:?}");
     store.failing.store(false, Ordering::SeqCst);
@@ -272,7 +280,8 @@ async fn failed_collection_actor_restarts_with_state_from_the_store() {
     let recovered = loop {
         let started = Instant::now();
         match service
-            .create_memories(&write, vec![new_memory("after")])
+            .memories()
+            .create(&write, vec![new_memory("after")])
             .await
         {
             Ok(created) => break created,
@@ -294,7 +303,8 @@ async fn failed_collection_actor_restarts_with_state_from_the_store() {
         "the window between failure and restart should answer Unavailable"
     );
     let listed = service
-        .list_memories(
+        .memories()
+        .list(
             &read,
             ListPage {
                 offset: 0,
@@ -325,13 +335,21 @@ async fn everything_is_reloaded_after_a_full_restart() {
     };
     let (service, agent) = start(open()).await;
     let notes = CollectionName::parse("notes").unwrap();
-    let write = service.authorize::<Write>(&agent, notes.clone()).unwrap();
-    let read = service.authorize::<Read>(&agent, notes.clone()).unwrap();
+    let write = service
+        .authorizer()
+        .authorize::<Write>(&agent, notes.clone())
+        .unwrap();
+    let read = service
+        .authorizer()
+        .authorize::<Read>(&agent, notes.clone())
+        .unwrap();
     let created = service
-        .create_memories(&write, vec![new_memory("one"), new_memory("two")])
+        .memories()
+        .create(&write, vec![new_memory("one"), new_memory("two")])
         .await
         .unwrap();
     service
+        .memories()
         .set_pinned(&write, &created[0].id, true)
         .await
         .unwrap();
@@ -342,11 +360,11 @@ async fn everything_is_reloaded_after_a_full_restart() {
     let service = Memvault::start(open(), embedder, ServiceConfig::default())
         .await
         .unwrap();
-    let views = service.list_collections(&agent).unwrap();
+    let views = service.collections().list(&agent).unwrap();
     assert_eq!(views.len(), 1);
     assert_eq!(views[0].memory_count, 2);
-    let first = service.get_memory(&read, &created[0].id).unwrap();
+    let first = service.memories().get(&read, &created[0].id).unwrap();
     assert!(first.pinned);
-    assert!(service.authenticate("mv_not_a_key").is_none());
+    assert!(service.authorizer().authenticate("mv_not_a_key").is_none());
     service.shutdown().await;
 }

@@ -143,7 +143,7 @@ pub struct JsonRpcMessage {
     security(("bearer" = [])))]
 pub async fn handle(State(state): State<AppState>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let agent = match auth::authenticate(&parts, &state) {
+    let agent = match auth::authenticate(&parts, &state.authorizer) {
         Ok(agent) => agent,
         Err(error) => return unauthorized(error),
     };

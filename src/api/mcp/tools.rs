@@ -164,10 +164,10 @@ fn audit_write(state: &AppState, agent: &Agent, tool: &str, outcome: &ToolResult
         401 | 403 | 429 => "denied",
         _ => "failed",
     };
-    state.service.record_audit(AuditEntry {
+    state.audit.record(AuditEntry {
         id: uuid::Uuid::now_v7().to_string(),
         tenant_id: agent.tenant_id.clone(),
-        at: state.service.now(),
+        at: state.audit.now(),
         agent_id: agent.key_id.clone(),
         agent_label: agent.label.clone(),
         action: format!("mcp.{tool}"),
@@ -225,7 +225,7 @@ fn authorized<L: Level>(
     agent: &Agent,
     arguments: &Arguments<'_>,
 ) -> Result<CollectionAccess<L>, ToolFailure> {
-    Ok(state.service.authorize(agent, arguments.collection()?)?)
+    Ok(state.authorizer.authorize(agent, arguments.collection()?)?)
 }
 
 fn memory_json(memory: &MemoryRecord, collection: &CollectionName) -> Value {
@@ -275,7 +275,7 @@ async fn search_memory(state: &AppState, agent: &Agent, arguments: &Arguments<'_
         rerank: false,
         fusion: FusionParams::default(),
     };
-    let outcome = state.service.search(agent, scope.as_ref(), query).await?;
+    let outcome = state.search.search(agent, scope.as_ref(), query).await?;
     let results: Vec<Value> = outcome.hits.iter().map(hit_json).collect();
     Ok(json!({"results": results}))
 }
@@ -284,7 +284,7 @@ fn get_memory(state: &AppState, agent: &Agent, arguments: &Arguments<'_>) -> Too
     let access = authorized::<Read>(state, agent, arguments)?;
     let name = access.collection();
     let id = arguments.required_text("memory_id")?;
-    let memory = state.service.get_memory(&access, id)?;
+    let memory = state.memories.get(&access, id)?;
     Ok(memory_json(&memory, name))
 }
 
@@ -310,7 +310,7 @@ async fn store_memory(state: &AppState, agent: &Agent, arguments: &Arguments<'_>
         metadata,
         container_tag,
     };
-    let created = state.service.create_memories(&access, vec![memory]).await?;
+    let created = state.memories.create(&access, vec![memory]).await?;
     let memory = created.first().ok_or_else(|| {
         ToolFailure::Failed(ApiError::Internal("create returned no memory".to_owned()))
     })?;
@@ -318,7 +318,7 @@ async fn store_memory(state: &AppState, agent: &Agent, arguments: &Arguments<'_>
 }
 
 fn list_collections(state: &AppState, agent: &Agent) -> ToolResult {
-    let mut views = state.service.list_collections(agent)?;
+    let mut views = state.collections.list(agent)?;
     views.sort_by(|left, right| left.record.name.as_str().cmp(right.record.name.as_str()));
     let collections: Vec<Value> = views
         .into_iter()
@@ -332,7 +332,7 @@ async fn related_memory(state: &AppState, agent: &Agent, arguments: &Arguments<'
     let id = arguments.required_text("memory_id")?;
     let limit = arguments.integer("limit", RELATED_LIMIT_DEFAULT as i64) as usize;
     let outcome = state
-        .service
+        .search
         .related(&access, id, limit, RELATED_MIN_SCORE_DEFAULT as f32)
         .await?;
     let results: Vec<Value> = outcome.hits.iter().map(hit_json).collect();
@@ -351,7 +351,7 @@ async fn what_changed(state: &AppState, agent: &Agent, arguments: &Arguments<'_>
             ))
         })?;
     let limit = arguments.integer("limit", CHANGES_LIMIT_DEFAULT) as usize;
-    let changes = state.service.changes_since(&access, since, limit).await?;
+    let changes = state.memories.changes_since(&access, since, limit).await?;
     let changed: Vec<Value> = changes
         .changed
         .iter()
@@ -381,7 +381,7 @@ fn collection_health(state: &AppState, agent: &Agent, arguments: &Arguments<'_>)
     let access = authorized::<Read>(state, agent, arguments)?;
     let name = access.collection();
     let stale_days = arguments.integer("stale_days", i64::from(STALE_DAYS_DEFAULT)) as u32;
-    let found = state.service.collection_health(&access, stale_days)?;
+    let found = state.maintenance.collection_health(&access, stale_days)?;
     let exists = found.is_some();
     let health = found.unwrap_or_default();
     Ok(json!({
@@ -408,7 +408,7 @@ async fn summarize_collection(
     let access = authorized::<Read>(state, agent, arguments)?;
     let name = access.collection();
     let limit = arguments.integer("limit", SUMMARY_LIMIT_DEFAULT as i64) as usize;
-    let found = state.service.summary(&access, limit).await?;
+    let found = state.maintenance.summary(&access, limit).await?;
     Ok(match found {
         Some(summary) => {
             let summary = Arc::unwrap_or_clone(summary);
@@ -429,7 +429,7 @@ async fn summarize_collection(
             "summary": "The collection does not exist.",
             "themes": [],
             "based_on": 0,
-            "generated_at": state.service.now(),
+            "generated_at": state.audit.now(),
             "generated_by": "extractive",
             "skipped": null,
         }),
@@ -453,11 +453,11 @@ fn dedup_memory(memory: &MemoryRecord, similarity: Option<f32>) -> Value {
 
 async fn find_duplicates(state: &AppState, agent: &Agent, arguments: &Arguments<'_>) -> ToolResult {
     let sweep = state
-        .service
+        .authorizer
         .authorize_sweep(agent, arguments.collection()?, true)?;
     let name = sweep.collection();
     let threshold = arguments.number("threshold", DEDUP_THRESHOLD_DEFAULT);
-    let report = state.service.dedup(&sweep, threshold as f32).await?;
+    let report = state.maintenance.dedup(&sweep, threshold as f32).await?;
     let clusters: Vec<Value> = report
         .clusters
         .iter()
@@ -482,11 +482,11 @@ async fn find_duplicates(state: &AppState, agent: &Agent, arguments: &Arguments<
 async fn archive_stale(state: &AppState, agent: &Agent, arguments: &Arguments<'_>) -> ToolResult {
     let dry_run = arguments.flag("dry_run", true);
     let sweep = state
-        .service
+        .authorizer
         .authorize_sweep(agent, arguments.collection()?, dry_run)?;
     let name = sweep.collection();
     let days = arguments.integer("older_than_days", i64::from(STALE_DAYS_DEFAULT)) as u32;
-    let mut ids = state.service.archive_stale(&sweep, days).await?;
+    let mut ids = state.maintenance.archive_stale(&sweep, days).await?;
     let count = ids.len();
     ids.truncate(ARCHIVE_STALE_IDS_MAX);
     Ok(json!({

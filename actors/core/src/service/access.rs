@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use memvault_storage::{CollectionName, CollectionRecord, GrantRecord, TenantId};
 
-use super::Memvault;
+use super::{Collections, Memvault};
 use crate::agent::Agent;
 use crate::error::{Error, Result};
 use crate::tenant::TenantMessage;
@@ -52,7 +52,7 @@ impl Level for Write {
 /// Proof that an agent may read (`CollectionAccess<Read>`) or change
 /// (`CollectionAccess<Write>`) one collection of its tenant.
 ///
-/// Only [`Memvault::authorize`] makes one (the fields are private to this module), and
+/// Only [`Authorizer::authorize`] makes one (the fields are private to this module), and
 /// every service method that touches a collection takes one: a caller cannot skip the
 /// check. REST, MCP and every later channel (email-in, connectors, the dashboard) pass
 /// through the same rule.
@@ -138,7 +138,35 @@ impl CollectionGrants {
     }
 }
 
-impl Memvault {
+/// Who may do what: the proofs handlers must hold before they touch a collection, and
+/// the agent behind an API key.
+#[derive(Clone)]
+pub struct Authorizer {
+    pub(super) root: Memvault,
+}
+
+impl Authorizer {
+    /// The agent behind a presented API key, if it is an active key of a live tenant.
+    pub fn authenticate(&self, secret: &str) -> Option<Agent> {
+        let identity = self.root.inner.keys.lookup(secret)?;
+        let admin = self
+            .root
+            .inner
+            .tenants
+            .get(&identity.tenant_id)?
+            .snapshot()
+            .record
+            .admin;
+        Some(Agent {
+            tenant_id: identity.tenant_id,
+            key_id: identity.key_id,
+            label: identity.label,
+            read_only: identity.read_only,
+            owner: identity.owner,
+            admin,
+        })
+    }
+
     /// The proof that `agent` may access the collection at level `L`, or 403. A collection
     /// that does not exist is not refused here: the operation itself answers 404, or
     /// creates it.
@@ -179,7 +207,7 @@ impl Memvault {
         if access == Access::Write && agent.read_only {
             return Err(Error::ReadOnlyKey);
         }
-        let snapshot = self.tenant_handle(&agent.tenant_id)?.snapshot();
+        let snapshot = self.root.tenant_handle(&agent.tenant_id)?.snapshot();
         match snapshot.collections.get(name) {
             Some(entry) if !allows(&entry.record, agent, access) => {
                 let needed = match access {
@@ -201,11 +229,13 @@ impl Memvault {
     pub fn may_read(&self, agent: &Agent, record: &CollectionRecord) -> bool {
         allows(record, agent, Access::Read)
     }
+}
 
+impl Collections {
     /// The grants, for a proof of either level (changing a grant reads them first).
     pub fn grants<L: Level>(&self, access: &CollectionAccess<L>) -> Result<CollectionGrants> {
         let name = access.collection();
-        let entry = self.collection_entry(access.tenant(), name)?;
+        let entry = self.root.collection_entry(access.tenant(), name)?;
         Ok(CollectionGrants {
             collection: name.clone(),
             grants: entry.record.grants.clone(),
@@ -225,10 +255,11 @@ impl Memvault {
             agent_key_id,
             can_read,
             can_write,
-            updated_at: self.now(),
+            updated_at: self.root.now(),
         };
         let name = name.clone();
         let entry = self
+            .root
             .call_tenant(&agent.tenant_id, |reply| TenantMessage::PutGrant {
                 name,
                 grant,
@@ -247,6 +278,7 @@ impl Memvault {
         let (agent, name) = (access.agent(), access.collection());
         let (name, agent_key_id) = (name.clone(), agent_key_id.to_owned());
         let entry = self
+            .root
             .call_tenant(&agent.tenant_id, |reply| TenantMessage::DeleteGrant {
                 name,
                 agent_key_id,

@@ -7,29 +7,40 @@ use super::Memvault;
 use crate::call::blocking;
 use crate::error::Result;
 
-impl Memvault {
+/// The audit log: record an entry, read a tenant's log.
+#[derive(Clone)]
+pub struct AuditTrail {
+    pub(super) root: Memvault,
+}
+
+impl AuditTrail {
+    /// The service's "now", to stamp an entry with.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.root.now()
+    }
+
     /// Queues one audit entry; see [`crate::audit::AuditLog`].
-    pub fn record_audit(&self, entry: AuditEntry) {
-        self.inner.audit.record(entry);
+    pub fn record(&self, entry: AuditEntry) {
+        self.root.inner.audit.record(entry);
     }
 
     /// The tenant's entries of the last `days` days, newest first, at most `limit`. Waits
     /// for entries still queued, so a request's own entry is visible right after it.
-    pub async fn audit_log(
+    pub async fn entries(
         &self,
         tenant: &TenantId,
         days: u32,
         limit: usize,
     ) -> Result<Vec<AuditEntry>> {
-        self.tenant_handle(tenant)?;
-        self.inner.audit.flush().await;
-        let since = self.now() - chrono::Duration::days(i64::from(days));
-        let (store, tenant) = (self.inner.store.clone(), tenant.clone());
+        self.root.tenant_handle(tenant)?;
+        self.root.inner.audit.flush().await;
+        let since = self.root.now() - chrono::Duration::days(i64::from(days));
+        let (store, tenant) = (self.root.inner.store.clone(), tenant.clone());
         blocking(move || store.audit(&tenant, since, limit)).await
     }
 
     /// Entries dropped because the audit queue was full (the store far behind).
-    pub fn audit_dropped(&self) -> u64 {
-        self.inner.audit.dropped()
+    pub fn dropped(&self) -> u64 {
+        self.root.inner.audit.dropped()
     }
 }

@@ -8,11 +8,11 @@ use chrono::{DateTime, Utc};
 use memvault_storage::MemoryRecord;
 
 use super::access::{CollectionAccess, Read};
-use super::Memvault;
+use super::Memories;
 use crate::error::{Error, Result};
 use crate::service::Contradiction;
 
-/// The answer of [`Memvault::changes_since`].
+/// The answer of [`Memories::changes_since`].
 #[derive(Debug, Clone, Default)]
 pub struct CollectionChanges {
     /// Memories created or updated at or after `since`, most recently updated first.
@@ -23,7 +23,7 @@ pub struct CollectionChanges {
     pub supersessions: Vec<Contradiction>,
 }
 
-impl Memvault {
+impl Memories {
     /// At most `limit` changed memories and `limit` supersessions since `since`.
     pub async fn changes_since(
         &self,
@@ -32,7 +32,11 @@ impl Memvault {
         limit: usize,
     ) -> Result<CollectionChanges> {
         let (tenant, collection) = (access.tenant(), access.collection());
-        let snapshot = self.collection_entry(tenant, collection)?.handle.snapshot();
+        let snapshot = self
+            .root
+            .collection_entry(tenant, collection)?
+            .handle
+            .snapshot();
         tokio::task::spawn_blocking(move || {
             let mut changed: Vec<Arc<MemoryRecord>> = snapshot
                 .memories

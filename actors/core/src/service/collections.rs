@@ -27,24 +27,32 @@ impl From<&CollectionEntry> for CollectionView {
     }
 }
 
-impl Memvault {
+/// The tenant's collections: list, read, create, change, delete, and their grants.
+#[derive(Clone)]
+pub struct Collections {
+    pub(super) root: Memvault,
+}
+
+impl Collections {
     /// Every collection of the tenant the agent may read, by name.
-    pub fn list_collections(&self, agent: &Agent) -> Result<Vec<CollectionView>> {
-        let snapshot = self.tenant_handle(&agent.tenant_id)?.snapshot();
+    pub fn list(&self, agent: &Agent) -> Result<Vec<CollectionView>> {
+        let snapshot = self.root.tenant_handle(&agent.tenant_id)?.snapshot();
         Ok(snapshot
             .collections
             .values()
-            .filter(|entry| self.may_read(agent, &entry.record))
+            .filter(|entry| self.root.authorizer().may_read(agent, &entry.record))
             .map(CollectionView::from)
             .collect())
     }
 
-    pub fn get_collection(&self, access: &CollectionAccess<Read>) -> Result<CollectionView> {
-        let entry = self.collection_entry(access.tenant(), access.collection())?;
+    pub fn get(&self, access: &CollectionAccess<Read>) -> Result<CollectionView> {
+        let entry = self
+            .root
+            .collection_entry(access.tenant(), access.collection())?;
         Ok(CollectionView::from(&entry))
     }
 
-    pub async fn create_collection(
+    pub async fn create(
         &self,
         access: &CollectionAccess<Write>,
         description: Option<String>,
@@ -52,6 +60,7 @@ impl Memvault {
     ) -> Result<CollectionView> {
         let (tenant, name) = (access.tenant(), access.collection().clone());
         let entry = self
+            .root
             .call_tenant(tenant, |reply| TenantMessage::CreateCollection {
                 name,
                 description,
@@ -63,7 +72,7 @@ impl Memvault {
     }
 
     /// Changes the given fields; `None` leaves a field as it is.
-    pub async fn update_collection(
+    pub async fn update(
         &self,
         access: &CollectionAccess<Write>,
         description: Option<String>,
@@ -71,6 +80,7 @@ impl Memvault {
     ) -> Result<CollectionView> {
         let (tenant, name) = (access.tenant(), access.collection().clone());
         let entry = self
+            .root
             .call_tenant(tenant, |reply| TenantMessage::UpdateCollection {
                 name,
                 description,
@@ -82,12 +92,13 @@ impl Memvault {
     }
 
     /// Deletes the collection with all its memories.
-    pub async fn delete_collection(&self, access: &CollectionAccess<Write>) -> Result<()> {
+    pub async fn delete(&self, access: &CollectionAccess<Write>) -> Result<()> {
         let (tenant, name) = (access.tenant(), access.collection().clone());
-        self.call_tenant(tenant, |reply| TenantMessage::DeleteCollection {
-            name,
-            reply,
-        })
-        .await
+        self.root
+            .call_tenant(tenant, |reply| TenantMessage::DeleteCollection {
+                name,
+                reply,
+            })
+            .await
     }
 }

@@ -19,13 +19,15 @@ pub struct NewKey {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-impl Memvault {
+/// The tenant's API keys: create, list, revoke, rotate.
+#[derive(Clone)]
+pub struct Keys {
+    pub(super) root: Memvault,
+}
+
+impl Keys {
     /// A new key of the caller's tenant and its secret (shown once; only its hash is kept).
-    pub async fn create_key(
-        &self,
-        agent: &Agent,
-        new: NewKey,
-    ) -> Result<(Arc<ApiKeyRecord>, String)> {
+    pub async fn create(&self, agent: &Agent, new: NewKey) -> Result<(Arc<ApiKeyRecord>, String)> {
         let secret = generate_key_secret();
         let role = if new.read_only {
             KeyRole::ReadOnly
@@ -34,6 +36,7 @@ impl Memvault {
         };
         let key = new_key_record(&agent.tenant_id, &new.label, role, &secret, new.expires_at);
         let key = self
+            .root
             .call_tenant(&agent.tenant_id, |reply| TenantMessage::AddKey {
                 key,
                 reply,
@@ -43,8 +46,9 @@ impl Memvault {
     }
 
     /// Every key of the tenant, revoked ones included, oldest first.
-    pub fn keys(&self, tenant: &TenantId) -> Result<Vec<Arc<ApiKeyRecord>>> {
+    pub fn list(&self, tenant: &TenantId) -> Result<Vec<Arc<ApiKeyRecord>>> {
         let mut keys: Vec<Arc<ApiKeyRecord>> = self
+            .root
             .tenant_handle(tenant)?
             .snapshot()
             .keys
@@ -57,19 +61,21 @@ impl Memvault {
 
     /// Soft-revokes one of the tenant's keys: it stops authenticating at once and stays
     /// listed. The last active key cannot be revoked.
-    pub async fn revoke_key(&self, agent: &Agent, key_id: &str) -> Result<Arc<ApiKeyRecord>> {
+    pub async fn revoke(&self, agent: &Agent, key_id: &str) -> Result<Arc<ApiKeyRecord>> {
         let key_id = key_id.to_owned();
-        self.call_tenant(&agent.tenant_id, |reply| TenantMessage::RevokeKey {
-            key_id,
-            reply,
-        })
-        .await
+        self.root
+            .call_tenant(&agent.tenant_id, |reply| TenantMessage::RevokeKey {
+                key_id,
+                reply,
+            })
+            .await
     }
 
     /// Replaces the caller's key with a new one of the same label, role and expiry; the
     /// old key is dead when this returns. Returns the new key and its secret.
-    pub async fn rotate_key(&self, agent: &Agent) -> Result<(Arc<ApiKeyRecord>, String)> {
+    pub async fn rotate(&self, agent: &Agent) -> Result<(Arc<ApiKeyRecord>, String)> {
         let current = self
+            .root
             .tenant_handle(&agent.tenant_id)?
             .snapshot()
             .keys
@@ -86,6 +92,7 @@ impl Memvault {
         );
         let key_id = agent.key_id.clone();
         let key = self
+            .root
             .call_tenant(&agent.tenant_id, |reply| TenantMessage::RotateKey {
                 key_id,
                 new: Box::new(new),

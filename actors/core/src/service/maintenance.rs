@@ -31,17 +31,31 @@ const ARCHIVE_BATCH: usize = 1_000;
 /// Recency halves every this many days when picking the memories a summary is based on.
 const SUMMARY_RECENCY_HALF_LIFE_DAYS: f64 = 30.0;
 
-impl Memvault {
+/// Keeping collections current: dedup, archive-stale, health, summaries.
+#[derive(Clone)]
+pub struct Maintenance {
+    pub(super) root: Memvault,
+}
+
+impl Maintenance {
+    /// The service's "now" (what a summary is dated).
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.root.now()
+    }
+
     pub async fn dedup(&self, sweep: &Sweep, threshold: f32) -> Result<DedupReport> {
         let dry_run = sweep.is_dry_run();
-        let entry = self.collection_entry(sweep.tenant(), sweep.collection())?;
-        self.call_collection(&entry.handle, |reply| CollectionMessage::Dedup {
-            threshold,
-            window: DEDUP_WINDOW,
-            dry_run,
-            reply,
-        })
-        .await
+        let entry = self
+            .root
+            .collection_entry(sweep.tenant(), sweep.collection())?;
+        self.root
+            .call_collection(&entry.handle, |reply| CollectionMessage::Dedup {
+                threshold,
+                window: DEDUP_WINDOW,
+                dry_run,
+                reply,
+            })
+            .await
     }
 
     /// The ids archived (or, on a dry run, that would be), oldest first. Archiving goes
@@ -49,12 +63,15 @@ impl Memvault {
     /// no call nears the timeout however many memories are stale.
     pub async fn archive_stale(&self, sweep: &Sweep, older_than_days: u32) -> Result<Vec<String>> {
         let dry_run = sweep.is_dry_run();
-        let entry = self.collection_entry(sweep.tenant(), sweep.collection())?;
-        let cutoff = stale_cutoff(self.now(), older_than_days);
+        let entry = self
+            .root
+            .collection_entry(sweep.tenant(), sweep.collection())?;
+        let cutoff = stale_cutoff(self.root.now(), older_than_days);
         let max = if dry_run { usize::MAX } else { ARCHIVE_BATCH };
         let mut archived = Vec::new();
         loop {
             let batch = self
+                .root
                 .call_collection(&entry.handle, |reply| CollectionMessage::ArchiveStale {
                     cutoff,
                     dry_run,
@@ -77,8 +94,10 @@ impl Memvault {
         stale_days: u32,
     ) -> Result<Option<CollectionHealth>> {
         let (tenant, collection) = (access.tenant(), access.collection());
-        match self.collection_entry(tenant, collection) {
-            Ok(entry) => Ok(Some(entry.handle.snapshot().health(self.now(), stale_days))),
+        match self.root.collection_entry(tenant, collection) {
+            Ok(entry) => Ok(Some(
+                entry.handle.snapshot().health(self.root.now(), stale_days),
+            )),
             Err(error) if error.is_not_found() => Ok(None),
             Err(error) => Err(error),
         }
@@ -86,13 +105,13 @@ impl Memvault {
 
     /// Every collection's health, summed; read from the published snapshots.
     pub fn service_health(&self, stale_days: u32) -> ServiceHealth {
-        let now = self.now();
+        let now = self.root.now();
         let mut total = ServiceHealth {
             tenants: 0,
             collections: 0,
             health: CollectionHealth::default(),
         };
-        for tenant in self.inner.tenants.iter() {
+        for tenant in self.root.inner.tenants.iter() {
             total.tenants += 1;
             for entry in tenant.snapshot().collections.values() {
                 total.collections += 1;
@@ -114,7 +133,7 @@ impl Memvault {
         limit: usize,
     ) -> Result<Option<Arc<CollectionSummary>>> {
         let (tenant, collection) = (access.tenant(), access.collection());
-        let handle = match self.collection_entry(tenant, collection) {
+        let handle = match self.root.collection_entry(tenant, collection) {
             Ok(entry) => entry.handle,
             Err(error) if error.is_not_found() => return Ok(None),
             Err(error) => return Err(error),
@@ -125,7 +144,7 @@ impl Memvault {
                 return Ok(Some(cached.summary.clone()));
             }
         }
-        let now = self.now();
+        let now = self.root.now();
         let top = top_memories(&snapshot, now, limit);
         let (summary, cacheable) = self.write_summary(tenant, collection, &top, now).await;
         let summary = Arc::new(summary);
@@ -151,21 +170,22 @@ impl Memvault {
         let mut skipped = None;
         let mut cacheable = true;
         if !top.is_empty() {
-            match self.llm_for(tenant, Purpose::Summary).await {
+            match self.root.llm_for(tenant, Purpose::Summary).await {
                 Ok(choice) => match choice.llm() {
                     Some(llm) => {
                         let texts: Vec<String> =
                             top.iter().map(|memory| memory.text.clone()).collect();
                         match llm.chat(memvault_llm::summary_request(&texts)).await {
                             Ok(response) => {
-                                self.record_usage(
-                                    tenant,
-                                    Purpose::Summary,
-                                    llm.model(),
-                                    false,
-                                    response.usage,
-                                )
-                                .await;
+                                self.root
+                                    .record_usage(
+                                        tenant,
+                                        Purpose::Summary,
+                                        llm.model(),
+                                        false,
+                                        response.usage,
+                                    )
+                                    .await;
                                 if let Some((summary, themes)) =
                                     memvault_llm::parse_summary(&response.content)
                                 {
@@ -187,7 +207,7 @@ impl Memvault {
                         }
                         cacheable = false;
                     }
-                    None if self.has_platform_llm() => skipped = choice.absence(),
+                    None if self.root.has_platform_llm() => skipped = choice.absence(),
                     None => {}
                 },
                 Err(error) => {
@@ -226,8 +246,11 @@ impl Memvault {
         collection: &CollectionName,
         memories: &[Arc<MemoryRecord>],
     ) -> Vec<Vec<f32>> {
-        let (store, tenant, collection) =
-            (self.inner.store.clone(), tenant.clone(), collection.clone());
+        let (store, tenant, collection) = (
+            self.root.inner.store.clone(),
+            tenant.clone(),
+            collection.clone(),
+        );
         let ids: Vec<String> = memories.iter().map(|memory| memory.id.clone()).collect();
         let count = ids.len();
         let loaded = tokio::task::spawn_blocking(move || {

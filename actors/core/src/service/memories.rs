@@ -18,19 +18,28 @@ pub struct ListPage {
     pub include_archived: bool,
 }
 
-impl Memvault {
+/// Memories in a collection: create, read, change, move, delete, and the change feed.
+#[derive(Clone)]
+pub struct Memories {
+    pub(super) root: Memvault,
+}
+
+impl Memories {
     /// Embeds the texts in one batch, then persists all memories in one actor call (one
     /// atomic store write). The collection is created when missing.
-    pub async fn create_memories(
+    pub async fn create(
         &self,
         access: &CollectionAccess<Write>,
         memories: Vec<NewMemory>,
     ) -> Result<Vec<Arc<MemoryRecord>>> {
         let (agent, collection) = (access.agent(), access.collection());
         let texts = memories.iter().map(|memory| memory.text.clone()).collect();
-        let embeddings = self.embed_texts(texts).await?;
-        let handle = self.ensure_collection(&agent.tenant_id, collection).await?;
-        let now = self.now();
+        let embeddings = self.root.embed_texts(texts).await?;
+        let handle = self
+            .root
+            .ensure_collection(&agent.tenant_id, collection)
+            .await?;
+        let now = self.root.now();
         let created_by = CreatedBy {
             id: agent.key_id.clone(),
             label: agent.label.clone(),
@@ -54,18 +63,15 @@ impl Memvault {
                 embedding,
             })
             .collect();
-        self.call_collection(&handle, |reply| CollectionMessage::Insert {
-            memories: stored,
-            reply,
-        })
-        .await
+        self.root
+            .call_collection(&handle, |reply| CollectionMessage::Insert {
+                memories: stored,
+                reply,
+            })
+            .await
     }
 
-    pub fn get_memory(
-        &self,
-        access: &CollectionAccess<Read>,
-        id: &str,
-    ) -> Result<Arc<MemoryRecord>> {
+    pub fn get(&self, access: &CollectionAccess<Read>, id: &str) -> Result<Arc<MemoryRecord>> {
         self.memory(access.tenant(), access.collection(), id)
     }
 
@@ -75,7 +81,7 @@ impl Memvault {
         collection: &CollectionName,
         id: &str,
     ) -> Result<Arc<MemoryRecord>> {
-        let entry = self.collection_entry(tenant, collection)?;
+        let entry = self.root.collection_entry(tenant, collection)?;
         entry
             .handle
             .snapshot()
@@ -86,13 +92,13 @@ impl Memvault {
     }
 
     /// One page, pinned first, then newest first.
-    pub fn list_memories(
+    pub fn list(
         &self,
         access: &CollectionAccess<Read>,
         page: ListPage,
     ) -> Result<Vec<Arc<MemoryRecord>>> {
         let (tenant, collection) = (access.tenant(), access.collection());
-        let entry = self.collection_entry(tenant, collection)?;
+        let entry = self.root.collection_entry(tenant, collection)?;
         Ok(entry
             .handle
             .snapshot()
@@ -100,7 +106,7 @@ impl Memvault {
     }
 
     /// Changes only the given fields; a text change is re-embedded first.
-    pub async fn patch_memory(
+    pub async fn patch(
         &self,
         access: &CollectionAccess<Write>,
         id: &str,
@@ -110,7 +116,7 @@ impl Memvault {
         let current = self.memory(tenant, collection, id)?;
         let text = match patch.text {
             Some(text) if text != current.text => {
-                let embedding = self.embed_text(text.clone()).await?;
+                let embedding = self.root.embed_text(text.clone()).await?;
                 Some((text, embedding))
             }
             _ => None,
@@ -160,32 +166,34 @@ impl Memvault {
         id: &str,
         change: MemoryChange,
     ) -> Result<Arc<MemoryRecord>> {
-        let entry = self.collection_entry(tenant, collection)?;
+        let entry = self.root.collection_entry(tenant, collection)?;
         let id = id.to_owned();
-        let at = self.now();
-        self.call_collection(&entry.handle, |reply| CollectionMessage::Update {
-            id,
-            change,
-            at,
-            reply,
-        })
-        .await
+        let at = self.root.now();
+        self.root
+            .call_collection(&entry.handle, |reply| CollectionMessage::Update {
+                id,
+                change,
+                at,
+                reply,
+            })
+            .await
     }
 
-    pub async fn delete_memory(&self, access: &CollectionAccess<Write>, id: &str) -> Result<()> {
+    pub async fn delete(&self, access: &CollectionAccess<Write>, id: &str) -> Result<()> {
         let (tenant, collection) = (access.tenant(), access.collection());
-        let entry = self.collection_entry(tenant, collection)?;
+        let entry = self.root.collection_entry(tenant, collection)?;
         let id = id.to_owned();
-        self.call_collection(&entry.handle, |reply| CollectionMessage::Delete {
-            id,
-            reply,
-        })
-        .await
+        self.root
+            .call_collection(&entry.handle, |reply| CollectionMessage::Delete {
+                id,
+                reply,
+            })
+            .await
     }
 
     /// Moves a memory to another collection of the tenant (created when missing), keeping
     /// its id. The store moves it in one atomic write; then the source forgets it.
-    pub async fn move_memory(
+    pub async fn move_to(
         &self,
         from: &CollectionAccess<Write>,
         id: &str,
@@ -196,10 +204,10 @@ impl Memvault {
         if from == to {
             return Ok(current);
         }
-        let source = self.collection_entry(tenant, from)?;
-        let target = self.ensure_collection(tenant, to).await?;
+        let source = self.root.collection_entry(tenant, from)?;
+        let target = self.root.ensure_collection(tenant, to).await?;
         let (store, owner, source_name, key) = (
-            self.inner.store.clone(),
+            self.root.inner.store.clone(),
             tenant.clone(),
             from.clone(),
             id.to_owned(),
@@ -213,6 +221,7 @@ impl Memvault {
             .ok_or_else(|| memory_not_found(id, from))?;
         let from_name = from.clone();
         let moved = self
+            .root
             .call_collection(&target, |reply| CollectionMessage::Adopt {
                 memory: Box::new(stored),
                 from: from_name,
@@ -220,11 +229,12 @@ impl Memvault {
             })
             .await?;
         let evicted = id.to_owned();
-        self.call_collection(&source.handle, |reply| CollectionMessage::Evict {
-            id: evicted,
-            reply,
-        })
-        .await?;
+        self.root
+            .call_collection(&source.handle, |reply| CollectionMessage::Evict {
+                id: evicted,
+                reply,
+            })
+            .await?;
         Ok(moved)
     }
 }

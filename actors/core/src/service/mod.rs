@@ -26,17 +26,22 @@ use dashmap::DashMap;
 use memvault_storage::{CollectionName, Store, TenantId};
 use ractor::{Actor, ActorRef};
 
-pub use access::{Access, CollectionAccess, CollectionGrants, Level, Read, Sweep, Write};
+pub use access::{
+    Access, Authorizer, CollectionAccess, CollectionGrants, Level, Read, Sweep, Write,
+};
+pub use audit::AuditTrail;
 pub use changes::CollectionChanges;
-pub use collections::CollectionView;
+pub use collections::{CollectionView, Collections};
 pub use intelligence::{IntelligenceConfig, ModelPrice, Purpose};
-pub use keys::NewKey;
-pub use maintenance::ServiceHealth;
-pub use memories::ListPage;
-pub use operator::{OperatorUsage, PurposeUsage, Signups};
-pub use remember::{Contradiction, Extractor, Profile, RememberInput, RememberOutcome};
-pub use settings::{ExtractionLlmInput, ExtractionLlmView, SpendView};
-pub use tenants::{BootstrapOutcome, NewTenant, TenantStats};
+pub use keys::{Keys, NewKey};
+pub use maintenance::{Maintenance, ServiceHealth};
+pub use memories::{ListPage, Memories};
+pub use operator::{Operator, OperatorUsage, PurposeUsage, Signups};
+pub use proxy::Proxy;
+pub use remember::{Contradiction, Extractor, Graph, Profile, RememberInput, RememberOutcome};
+pub use search::Search;
+pub use settings::{ExtractionLlmInput, ExtractionLlmView, Settings, SpendView};
+pub use tenants::{BootstrapOutcome, NewTenant, TenantStats, Tenants};
 pub use webhooks::{NewWebhook, WebhookView};
 
 use crate::agent::KeyDirectory;
@@ -53,7 +58,7 @@ use crate::webhooks::{record_events, WebhookDeliveries, WebhookSettings, CONCURR
 use memvault_embed::{EmbeddingError, EmbeddingService};
 use memvault_index::search::cache::SearchCaches;
 use memvault_index::IndexSettings;
-use memvault_jobs::{JobMetricsSnapshot, JobQueue, Recurring, RecurringSnapshot, Scheduler};
+use memvault_jobs::{JobQueue, Recurring, Scheduler};
 use memvault_types::clock::{Clock, SystemClock};
 
 #[derive(Debug, Clone)]
@@ -177,6 +182,7 @@ impl Remember for GraphWriter {
             .upgrade()
             .ok_or_else(|| Error::ExtractionUnavailable("the service is stopping".to_owned()))?;
         Memvault { inner }
+            .graph()
             .remember_as(tenant, created_by, collection, input)
             .await
     }
@@ -346,33 +352,64 @@ impl Memvault {
         self.inner.webhooks.stop().await;
     }
 
-    /// Every job kind's counters, since the process started.
-    pub fn job_metrics(&self) -> Vec<(&'static str, JobMetricsSnapshot)> {
-        let mut kinds = vec![("webhook_delivery", self.inner.webhooks.metrics())];
-        if let Some(extraction) = self.inner.extraction.get() {
-            kinds.insert(0, ("extraction", extraction.metrics()));
-        }
-        kinds
+    /// Memories in a collection.
+    pub fn memories(&self) -> Memories {
+        Memories { root: self.clone() }
     }
 
-    /// Runs and failures of every recurring task, since the process started.
-    pub fn recurring_metrics(&self) -> Vec<RecurringSnapshot> {
-        self.inner.scheduler.snapshot()
+    /// The tenant's collections and their grants.
+    pub fn collections(&self) -> Collections {
+        Collections { root: self.clone() }
     }
 
-    /// Restarts of failed tenant and collection actors, since the process started.
-    pub fn actor_restarts(&self) -> ActorRestarts {
-        let mut restarts = ActorRestarts::default();
-        for tenant in self.inner.tenants.iter() {
-            restarts.tenants += tenant.restarts.load(std::sync::atomic::Ordering::Relaxed);
-            for entry in tenant.snapshot().collections.values() {
-                restarts.collections += entry
-                    .handle
-                    .restarts
-                    .load(std::sync::atomic::Ordering::Relaxed);
-            }
-        }
-        restarts
+    /// Search, related memories, forget.
+    pub fn search(&self) -> Search {
+        Search { root: self.clone() }
+    }
+
+    /// Graph memory: remember, extraction jobs, contradictions, profiles.
+    pub fn graph(&self) -> Graph {
+        Graph { root: self.clone() }
+    }
+
+    /// Dedup, archive-stale, health, summaries.
+    pub fn maintenance(&self) -> Maintenance {
+        Maintenance { root: self.clone() }
+    }
+
+    /// The tenant's API keys.
+    pub fn keys(&self) -> Keys {
+        Keys { root: self.clone() }
+    }
+
+    /// Tenants: bootstrap, signup, stats.
+    pub fn tenants(&self) -> Tenants {
+        Tenants { root: self.clone() }
+    }
+
+    /// The tenant's settings: extraction LLM, spend cap, webhook.
+    pub fn settings(&self) -> Settings {
+        Settings { root: self.clone() }
+    }
+
+    /// What the operator sees: usage, signups, jobs, restarts, request metrics.
+    pub fn operator(&self) -> Operator {
+        Operator { root: self.clone() }
+    }
+
+    /// The OpenAI-compatible chat proxy.
+    pub fn proxy(&self) -> Proxy {
+        Proxy { root: self.clone() }
+    }
+
+    /// The audit log.
+    pub fn audit(&self) -> AuditTrail {
+        AuditTrail { root: self.clone() }
+    }
+
+    /// Access proofs and authentication.
+    pub fn authorizer(&self) -> Authorizer {
+        Authorizer { root: self.clone() }
     }
 
     /// Where recurring work runs (pruning, the status self-checks); stopped at shutdown.
@@ -386,11 +423,6 @@ impl Memvault {
 
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
-    }
-
-    /// The process's request and stage metrics (the HTTP edge records requests here).
-    pub fn metrics(&self) -> &Metrics {
-        &self.inner.metrics
     }
 
     /// One vector per text, from the embedding thread; timed as the `embed` stage.

@@ -7,9 +7,11 @@ use chrono::{DateTime, Datelike, Duration as ChronoDuration, NaiveDate, Utc};
 use memvault_storage::TenantId;
 
 use super::intelligence::month_of;
-use super::Memvault;
+use super::{ActorRestarts, Memvault};
 use crate::call::blocking;
 use crate::error::Result;
+use crate::metrics::Metrics;
+use memvault_jobs::{JobMetricsSnapshot, RecurringSnapshot};
 
 /// Storage and LLM usage of every tenant over a window of days.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,18 +50,59 @@ pub struct Signups {
     pub by_day: Vec<(NaiveDate, u64)>,
 }
 
-impl Memvault {
+/// What the operator of the service sees: usage, signups, jobs, restarts.
+#[derive(Clone)]
+pub struct Operator {
+    pub(super) root: Memvault,
+}
+
+impl Operator {
+    /// Every job kind's counters, since the process started.
+    pub fn job_metrics(&self) -> Vec<(&'static str, JobMetricsSnapshot)> {
+        let mut kinds = vec![("webhook_delivery", self.root.inner.webhooks.metrics())];
+        if let Some(extraction) = self.root.inner.extraction.get() {
+            kinds.insert(0, ("extraction", extraction.metrics()));
+        }
+        kinds
+    }
+
+    /// Runs and failures of every recurring task, since the process started.
+    pub fn recurring_metrics(&self) -> Vec<RecurringSnapshot> {
+        self.root.inner.scheduler.snapshot()
+    }
+
+    /// Restarts of failed tenant and collection actors, since the process started.
+    pub fn actor_restarts(&self) -> ActorRestarts {
+        let mut restarts = ActorRestarts::default();
+        for tenant in self.root.inner.tenants.iter() {
+            restarts.tenants += tenant.restarts.load(std::sync::atomic::Ordering::Relaxed);
+            for entry in tenant.snapshot().collections.values() {
+                restarts.collections += entry
+                    .handle
+                    .restarts
+                    .load(std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        restarts
+    }
+
+    /// The process's request and stage metrics (the HTTP edge records requests here).
+    pub fn metrics(&self) -> &Metrics {
+        &self.root.inner.metrics
+    }
+
     /// Storage now and LLM usage in the months the last `days` days touch, over every
     /// tenant.
-    pub async fn operator_usage(&self, days: u32) -> Result<OperatorUsage> {
+    pub async fn usage(&self, days: u32) -> Result<OperatorUsage> {
         let tenants: Vec<TenantId> = self
+            .root
             .inner
             .tenants
             .iter()
             .map(|entry| entry.key().clone())
             .collect();
-        let months = months_touched(self.now(), days);
-        let store = self.inner.store.clone();
+        let months = months_touched(self.root.now(), days);
+        let store = self.root.inner.store.clone();
         let window = months.clone();
         let (db_bytes, rows) = blocking(move || {
             let mut db_bytes = 0;
@@ -89,7 +132,7 @@ impl Memvault {
         let by_purpose: Vec<PurposeUsage> = by_purpose.into_values().collect();
         Ok(OperatorUsage {
             days,
-            tenants: self.inner.tenants.len(),
+            tenants: self.root.inner.tenants.len(),
             db_bytes,
             files_bytes: 0,
             months,
@@ -101,6 +144,7 @@ impl Memvault {
     /// Tenants created in the last `days` days (today included), per day.
     pub fn signups(&self, days: u32) -> Signups {
         let created: Vec<DateTime<Utc>> = self
+            .root
             .inner
             .tenants
             .iter()

@@ -77,13 +77,19 @@ pub struct ProxyOutcome {
     pub skipped: Option<String>,
 }
 
-impl Memvault {
+/// The OpenAI-compatible chat proxy that reads and writes memories around each call.
+#[derive(Clone)]
+pub struct Proxy {
+    pub(super) root: Memvault,
+}
+
+impl Proxy {
     /// One proxied chat completion (see the module docs for the decisions).
-    pub async fn chat_proxy(&self, agent: &Agent, request: ProxyRequest) -> Result<ProxyOutcome> {
+    pub async fn chat(&self, agent: &Agent, request: ProxyRequest) -> Result<ProxyOutcome> {
         validate_messages(&request.messages)?;
         let user_text = last_user_text(&request.messages)?;
         let tenant = &agent.tenant_id;
-        let choice = self.llm_for(tenant, Purpose::Proxy).await?;
+        let choice = self.root.llm_for(tenant, Purpose::Proxy).await?;
         let llm = match &choice {
             LlmChoice::Own(llm) | LlmChoice::Platform(llm) => llm.clone(),
             LlmChoice::OverCap { cap_usd } => {
@@ -95,7 +101,10 @@ impl Memvault {
             .model
             .clone()
             .unwrap_or_else(|| llm.model().to_owned());
-        if !choice.is_own() && model != llm.model() && !self.inner.intelligence.has_price(&model) {
+        if !choice.is_own()
+            && model != llm.model()
+            && !self.root.inner.intelligence.has_price(&model)
+        {
             return Err(Error::ModelNotOffered {
                 model,
                 offered: llm.model().to_owned(),
@@ -110,14 +119,15 @@ impl Memvault {
             Value::Array(with_memories(&request.messages, &memories_used)),
         );
         let completion = llm.complete_raw(body).await.map_err(upstream_error)?;
-        self.record_usage(
-            tenant,
-            Purpose::Proxy,
-            &model,
-            choice.is_own(),
-            completion.usage,
-        )
-        .await;
+        self.root
+            .record_usage(
+                tenant,
+                Purpose::Proxy,
+                &model,
+                choice.is_own(),
+                completion.usage,
+            )
+            .await;
 
         let (stored, job_id, skipped) = if request.store {
             match self
@@ -165,15 +175,22 @@ impl Memvault {
         };
         let scope = match &request.collection {
             Some(name) => {
-                let access = self.authorize::<Read>(agent, name.clone())?;
-                if self.collection_entry(&agent.tenant_id, name).is_err() {
+                let access = self
+                    .root
+                    .authorizer()
+                    .authorize::<Read>(agent, name.clone())?;
+                if self.root.collection_entry(&agent.tenant_id, name).is_err() {
                     return Ok(Vec::new());
                 }
                 Some(access)
             }
             None => None,
         };
-        let outcome = self.search(agent, scope.as_ref(), query).await?;
+        let outcome = self
+            .root
+            .search()
+            .search(agent, scope.as_ref(), query)
+            .await?;
         Ok(outcome
             .hits
             .iter()
@@ -199,6 +216,8 @@ impl Memvault {
                 .map_err(|error| format!("the default collection is invalid: {error}"))?,
         };
         let access = self
+            .root
+            .authorizer()
             .authorize::<Write>(agent, name)
             .map_err(|error| error.to_string())?;
         let length = text.chars().count();
@@ -212,7 +231,7 @@ impl Memvault {
             content: text,
             importance: None,
         };
-        match self.submit_remember(&access, input).await {
+        match self.root.graph().submit_remember(&access, input).await {
             Ok(job) => Ok(job.id),
             Err(error) => {
                 tracing::warn!(%error, "chat proxy: the user message was not queued");

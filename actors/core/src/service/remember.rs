@@ -59,7 +59,13 @@ fn created_by(agent: &Agent) -> CreatedBy {
     }
 }
 
-impl Memvault {
+/// Graph memory: remember (now or as a job), extraction jobs, contradictions, profiles.
+#[derive(Clone)]
+pub struct Graph {
+    pub(super) root: Memvault,
+}
+
+impl Graph {
     /// Extracts and stores facts now, in the request.
     pub async fn remember(
         &self,
@@ -79,8 +85,8 @@ impl Memvault {
     ) -> Result<ExtractJobRecord> {
         let (agent, collection) = (access.agent(), access.collection());
         // Fail now, not in the job, when the tenant's collection cannot exist.
-        self.tenant_handle(&agent.tenant_id)?;
-        let now = self.now();
+        self.root.tenant_handle(&agent.tenant_id)?;
+        let now = self.root.now();
         let job = ExtractJobRecord {
             id: format!("job_{}", uuid::Uuid::now_v7().simple()),
             tenant_id: agent.tenant_id.clone(),
@@ -106,19 +112,21 @@ impl Memvault {
     /// stored).
     pub async fn extract_job(&self, agent: &Agent, id: &str) -> Result<ExtractJobRecord> {
         let (store, tenant, key) = (
-            self.inner.store.clone(),
+            self.root.inner.store.clone(),
             agent.tenant_id.clone(),
             id.to_owned(),
         );
         let job = blocking(move || store.job(&tenant, &key))
             .await?
             .ok_or_else(|| Error::JobNotFound(id.to_owned()))?;
-        self.authorize::<Read>(agent, job.collection.clone())?;
+        self.root
+            .authorizer()
+            .authorize::<Read>(agent, job.collection.clone())?;
         Ok(job)
     }
 
     pub(crate) async fn put_job(&self, job: ExtractJobRecord) -> Result<()> {
-        let store = self.inner.store.clone();
+        let store = self.root.inner.store.clone();
         blocking(move || store.put_job(&job)).await
     }
 
@@ -129,37 +137,39 @@ impl Memvault {
         collection: &CollectionName,
         input: RememberInput,
     ) -> Result<RememberOutcome> {
-        let now = self.now();
-        let choice = self.llm_for(tenant, Purpose::Extract).await?;
+        let now = self.root.now();
+        let choice = self.root.llm_for(tenant, Purpose::Extract).await?;
         let (facts, extractor, detail) = match &choice {
             LlmChoice::Own(llm) | LlmChoice::Platform(llm) => {
                 let extract_started = std::time::Instant::now();
                 let result = memvault_extract::llm::extract(&**llm, &input.content, now).await;
-                let metrics = &self.inner.metrics;
+                let metrics = &self.root.inner.metrics;
                 metrics.record_stage(Stage::LlmExtract, extract_started.elapsed());
                 let (facts, usage) = match result {
                     Ok(extracted) => extracted,
                     Err(error) => {
                         metrics.increment(Counter::LlmExtractFailed);
-                        self.record_usage(
-                            tenant,
-                            Purpose::Extract,
-                            llm.model(),
-                            choice.is_own(),
-                            error.usage(),
-                        )
-                        .await;
+                        self.root
+                            .record_usage(
+                                tenant,
+                                Purpose::Extract,
+                                llm.model(),
+                                choice.is_own(),
+                                error.usage(),
+                            )
+                            .await;
                         return Err(Error::UpstreamFailed(error.to_string()));
                     }
                 };
-                self.record_usage(
-                    tenant,
-                    Purpose::Extract,
-                    llm.model(),
-                    choice.is_own(),
-                    usage,
-                )
-                .await;
+                self.root
+                    .record_usage(
+                        tenant,
+                        Purpose::Extract,
+                        llm.model(),
+                        choice.is_own(),
+                        usage,
+                    )
+                    .await;
                 (
                     facts.into_iter().map(incoming).collect(),
                     Extractor::Llm,
@@ -197,9 +207,10 @@ impl Memvault {
                 detail: Some("no statement to remember was found in the content".to_owned()),
             });
         }
-        let handle = self.ensure_collection(tenant, collection).await?;
+        let handle = self.root.ensure_collection(tenant, collection).await?;
         let importance = input.importance.unwrap_or(DEFAULT_IMPORTANCE);
         let facts = self
+            .root
             .call_collection(&handle, |reply| CollectionMessage::Remember {
                 facts,
                 importance,
@@ -221,7 +232,7 @@ impl Memvault {
             return Ok(facts);
         }
         let texts = facts.iter().map(|fact| fact.text.clone()).collect();
-        let embeddings = self.embed_texts(texts).await?;
+        let embeddings = self.root.embed_texts(texts).await?;
         for (fact, embedding) in facts.iter_mut().zip(embeddings) {
             fact.embedding = embedding;
         }
@@ -235,7 +246,11 @@ impl Memvault {
         limit: usize,
     ) -> Result<Vec<Contradiction>> {
         let (tenant, collection) = (access.tenant(), access.collection());
-        let snapshot = self.collection_entry(tenant, collection)?.handle.snapshot();
+        let snapshot = self
+            .root
+            .collection_entry(tenant, collection)?
+            .handle
+            .snapshot();
         Ok(snapshot
             .superseded
             .iter()
@@ -249,8 +264,12 @@ impl Memvault {
     /// preferences, summarised by the LLM when there is one, else grouped by type.
     pub async fn profile(&self, access: &CollectionAccess<Read>) -> Result<Profile> {
         let (tenant, collection) = (access.tenant(), access.collection());
-        let snapshot = self.collection_entry(tenant, collection)?.handle.snapshot();
-        let now = self.now();
+        let snapshot = self
+            .root
+            .collection_entry(tenant, collection)?
+            .handle
+            .snapshot();
+        let now = self.root.now();
         let mut facts: Vec<Arc<MemoryRecord>> = snapshot
             .memories
             .values()
@@ -266,7 +285,7 @@ impl Memvault {
         let based_on = facts.len();
         let mut skipped = None;
         if !facts.is_empty() {
-            let choice = self.llm_for(tenant, Purpose::Profile).await?;
+            let choice = self.root.llm_for(tenant, Purpose::Profile).await?;
             match choice.llm() {
                 Some(llm) => {
                     let pairs: Vec<(String, String)> = facts
@@ -275,14 +294,15 @@ impl Memvault {
                         .collect();
                     match llm.chat(memvault_llm::profile_request(&pairs)).await {
                         Ok(response) => {
-                            self.record_usage(
-                                tenant,
-                                Purpose::Profile,
-                                llm.model(),
-                                false,
-                                response.usage,
-                            )
-                            .await;
+                            self.root
+                                .record_usage(
+                                    tenant,
+                                    Purpose::Profile,
+                                    llm.model(),
+                                    false,
+                                    response.usage,
+                                )
+                                .await;
                             if let Some(profile) = memvault_llm::parse_profile(&response.content) {
                                 return Ok(Profile {
                                     profile,
@@ -296,7 +316,7 @@ impl Memvault {
                         Err(error) => skipped = Some(format!("the LLM call failed: {error}")),
                     }
                 }
-                None if self.has_platform_llm() => skipped = choice.absence(),
+                None if self.root.has_platform_llm() => skipped = choice.absence(),
                 None => {}
             }
         }
@@ -309,7 +329,7 @@ impl Memvault {
     }
 
     fn extraction(&self) -> Result<&memvault_jobs::JobQueue<crate::extraction::ExtractionJobs>> {
-        self.inner.extraction.get().ok_or_else(|| {
+        self.root.inner.extraction.get().ok_or_else(|| {
             Error::ExtractionUnavailable("the extraction queue is not running".to_owned())
         })
     }

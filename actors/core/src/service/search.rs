@@ -33,7 +33,13 @@ struct Target {
     indexes: Arc<CollectionIndexes>,
 }
 
-impl Memvault {
+/// Search across one collection or all the agent may read; related memories; forget.
+#[derive(Clone)]
+pub struct Search {
+    pub(super) root: Memvault,
+}
+
+impl Search {
     /// Searches one collection (`scope` = its name) or every collection of the tenant.
     /// `rewrite` and `rerank` each add one LLM call; without an LLM (or over the spend
     /// cap) they are skipped and the outcome says why.
@@ -48,7 +54,7 @@ impl Memvault {
         let tenant = &agent.tenant_id;
         let targets = self.search_targets(agent, scope)?;
         let choice = if query.rewrite || query.rerank {
-            Some(self.llm_for(tenant, Purpose::Rewrite).await?)
+            Some(self.root.llm_for(tenant, Purpose::Rewrite).await?)
         } else {
             None
         };
@@ -58,9 +64,9 @@ impl Memvault {
             _ => Vec::new(),
         };
         let key = cache_key(tenant, scope, &targets, &query);
-        let metrics = &self.inner.metrics;
+        let metrics = &self.root.inner.metrics;
         let cache_started = Instant::now();
-        let cached = self.inner.caches.results(key);
+        let cached = self.root.inner.caches.results(key);
         metrics.record_stage(Stage::CacheGet, cache_started.elapsed());
         if let Some(hits) = cached {
             metrics.increment(Counter::SearchCacheHit);
@@ -104,7 +110,7 @@ impl Memvault {
         let search_started = Instant::now();
         let candidates = query.limit;
         let rerank_text = query.text.clone();
-        let now = self.now();
+        let now = self.root.now();
         let mut hits =
             tokio::task::spawn_blocking(move || -> Result<Vec<SearchHit>, IndexError> {
                 let mut hits = Vec::new();
@@ -150,7 +156,7 @@ impl Memvault {
         let hits = Arc::new(hits);
         // An answer a failed LLM step degraded is not kept: the next try may do better.
         if skipped.is_empty() || llm.is_none() {
-            self.inner.caches.store_results(key, hits.clone());
+            self.root.inner.caches.store_results(key, hits.clone());
         }
         Ok(SearchOutcome {
             hits,
@@ -172,7 +178,8 @@ impl Memvault {
             .chat(memvault_llm::rewrite_request(text))
             .await
             .map_err(|error| format!("the LLM call failed: {error}"))?;
-        self.record_usage(tenant, Purpose::Rewrite, llm.model(), false, response.usage)
+        self.root
+            .record_usage(tenant, Purpose::Rewrite, llm.model(), false, response.usage)
             .await;
         memvault_llm::parse_rewrite(&response.content)
             .ok_or_else(|| "the LLM's rewrite was not usable".to_owned())
@@ -195,7 +202,8 @@ impl Memvault {
             .chat(memvault_llm::rerank_request(text, &candidates))
             .await
             .map_err(|error| format!("the LLM call failed: {error}"))?;
-        self.record_usage(tenant, Purpose::Rerank, llm.model(), false, response.usage)
+        self.root
+            .record_usage(tenant, Purpose::Rerank, llm.model(), false, response.usage)
             .await;
         let order = memvault_llm::parse_rerank(&response.content, &ids)
             .ok_or_else(|| "the LLM's ranking was not usable".to_owned())?;
@@ -234,7 +242,7 @@ impl Memvault {
             None => self.stored_embedding(tenant, collection, id).await?,
         };
         let anchor_id = anchor.id.clone();
-        let now = self.now();
+        let now = self.root.now();
         let hits = tokio::task::spawn_blocking(move || -> Result<Vec<SearchHit>, IndexError> {
             let filter = SearchFilter::default();
             let accept =
@@ -313,7 +321,7 @@ impl Memvault {
             let Some(memory) = target.snapshot.by_key(key).cloned() else {
                 continue;
             };
-            match self.delete_memory(access, &memory.id).await {
+            match self.root.memories().delete(access, &memory.id).await {
                 Ok(()) => deleted.push(SearchHit {
                     memory,
                     score: similarity,
@@ -328,17 +336,20 @@ impl Memvault {
     }
 
     async fn query_embedding(&self, text: &str) -> Result<Arc<Vec<f32>>> {
-        if let Some(vector) = self.inner.caches.embedding(text) {
-            self.inner
+        if let Some(vector) = self.root.inner.caches.embedding(text) {
+            self.root
+                .inner
                 .metrics
                 .increment(Counter::QueryEmbeddingCacheHit);
             return Ok(vector);
         }
-        self.inner
+        self.root
+            .inner
             .metrics
             .increment(Counter::QueryEmbeddingCacheMiss);
-        let vector = Arc::new(self.embed_text(text.to_owned()).await?);
-        self.inner
+        let vector = Arc::new(self.root.embed_text(text.to_owned()).await?);
+        self.root
+            .inner
             .caches
             .store_embedding(text.to_owned(), vector.clone());
         Ok(vector)
@@ -351,7 +362,7 @@ impl Memvault {
         id: &str,
     ) -> Result<Vec<f32>> {
         let (store, tenant, name, key) = (
-            self.inner.store.clone(),
+            self.root.inner.store.clone(),
             tenant.clone(),
             collection.clone(),
             id.to_owned(),
@@ -377,11 +388,11 @@ impl Memvault {
         match scope {
             Some(name) => Ok(vec![self.search_target(tenant, name)?]),
             None => {
-                let snapshot = self.tenant_handle(tenant)?.snapshot();
+                let snapshot = self.root.tenant_handle(tenant)?.snapshot();
                 snapshot
                     .collections
                     .values()
-                    .filter(|entry| self.may_read(agent, &entry.record))
+                    .filter(|entry| self.root.authorizer().may_read(agent, &entry.record))
                     .map(|entry| self.search_target(tenant, &entry.record.name))
                     .collect()
             }
@@ -389,7 +400,7 @@ impl Memvault {
     }
 
     fn search_target(&self, tenant: &TenantId, name: &CollectionName) -> Result<Target> {
-        let handle = self.collection_entry(tenant, name)?.handle;
+        let handle = self.root.collection_entry(tenant, name)?.handle;
         let indexes = handle
             .indexes
             .load_full()

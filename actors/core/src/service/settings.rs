@@ -48,9 +48,15 @@ impl From<&ExtractionLlmRecord> for ExtractionLlmView {
     }
 }
 
-impl Memvault {
+/// The tenant's settings: the extraction LLM, the spend cap, the webhook.
+#[derive(Clone)]
+pub struct Settings {
+    pub(super) root: Memvault,
+}
+
+impl Settings {
     pub fn extraction_llm(&self, tenant: &TenantId) -> Result<Option<ExtractionLlmView>> {
-        let settings = self.tenant_handle(tenant)?.snapshot().settings.clone();
+        let settings = self.root.tenant_handle(tenant)?.snapshot().settings.clone();
         Ok(settings
             .extraction_llm
             .as_ref()
@@ -63,13 +69,14 @@ impl Memvault {
         tenant: &TenantId,
         input: ExtractionLlmInput,
     ) -> Result<ExtractionLlmView> {
-        let intelligence = &self.inner.intelligence;
+        let intelligence = &self.root.inner.intelligence;
         let sealed = intelligence.secrets()?.seal(input.api_key.as_bytes());
         let client = intelligence.own_client(&input.base_url, &input.model, &input.api_key)?;
         let usage = self_test(&client)
             .await
             .map_err(|error| Error::LlmSelfTestFailed(error.to_string()))?;
-        self.record_usage(tenant, Purpose::Extract, &input.model, true, usage)
+        self.root
+            .record_usage(tenant, Purpose::Extract, &input.model, true, usage)
             .await;
         let record = ExtractionLlmRecord {
             provider: input.provider,
@@ -95,16 +102,16 @@ impl Memvault {
             ..settings.clone()
         })
         .await?;
-        self.inner.intelligence.forget_own(tenant);
+        self.root.inner.intelligence.forget_own(tenant);
         Ok(had)
     }
 
     pub async fn spend(&self, tenant: &TenantId) -> Result<SpendView> {
-        let settings = self.tenant_handle(tenant)?.snapshot().settings.clone();
-        let usage = self.usage_this_month(tenant).await?;
+        let settings = self.root.tenant_handle(tenant)?.snapshot().settings.clone();
+        let usage = self.root.usage_this_month(tenant).await?;
         Ok(SpendView {
             monthly_usd: settings.spend_cap_usd,
-            month: month_of(self.now()),
+            month: month_of(self.root.now()),
             spent_usd: usage
                 .iter()
                 .filter(|row| !row.own_llm)
@@ -139,11 +146,12 @@ impl Memvault {
         tenant: &TenantId,
         change: impl FnOnce(&TenantSettings) -> TenantSettings + Send + 'static,
     ) -> Result<()> {
-        self.call_tenant(tenant, |reply| TenantMessage::UpdateSettings {
-            change: Box::new(move |settings| Ok(change(settings))),
-            reply,
-        })
-        .await
-        .map(drop)
+        self.root
+            .call_tenant(tenant, |reply| TenantMessage::UpdateSettings {
+                change: Box::new(move |settings| Ok(change(settings))),
+                reply,
+            })
+            .await
+            .map(drop)
     }
 }

@@ -6,7 +6,7 @@ use chrono::{Duration as ChronoDuration, Utc};
 use memvault_storage::{TenantId, TenantRecord};
 
 use super::Memvault;
-use crate::agent::{generate_key_secret, new_key_record, Agent, KeyRole, KEY_PREFIX};
+use crate::agent::{generate_key_secret, new_key_record, KeyRole, KEY_PREFIX};
 use crate::call::call_actor;
 use crate::error::{Error, Result};
 use crate::root::RootMessage;
@@ -41,31 +41,17 @@ pub enum BootstrapOutcome {
     CreatedWithGeneratedKey(String),
 }
 
-impl Memvault {
-    /// The agent behind a presented API key, if it is an active key of a live tenant.
-    pub fn authenticate(&self, secret: &str) -> Option<Agent> {
-        let identity = self.inner.keys.lookup(secret)?;
-        let admin = self
-            .inner
-            .tenants
-            .get(&identity.tenant_id)?
-            .snapshot()
-            .record
-            .admin;
-        Some(Agent {
-            tenant_id: identity.tenant_id,
-            key_id: identity.key_id,
-            label: identity.label,
-            read_only: identity.read_only,
-            owner: identity.owner,
-            admin,
-        })
-    }
+/// Tenants: bootstrap, signup, the tenant record and its stats.
+#[derive(Clone)]
+pub struct Tenants {
+    pub(super) root: Memvault,
+}
 
+impl Tenants {
     /// On an empty store, creates the admin-flagged tenant. A supplied key must start
     /// with `mv_`; without one a key is generated and returned for printing.
     pub async fn bootstrap(&self, supplied_key: Option<String>) -> Result<BootstrapOutcome> {
-        if !self.inner.tenants.is_empty() {
+        if !self.root.inner.tenants.is_empty() {
             return Ok(BootstrapOutcome::AlreadyBootstrapped);
         }
         if let Some(key) = &supplied_key {
@@ -93,8 +79,8 @@ impl Memvault {
     }
 
     /// Creates a tenant and its first key; returns the record and the key, shown once.
-    pub async fn create_tenant(&self, new: NewTenant) -> Result<(TenantRecord, String)> {
-        let email_taken = self.inner.tenants.iter().any(|tenant| {
+    pub async fn create(&self, new: NewTenant) -> Result<(TenantRecord, String)> {
+        let email_taken = self.root.inner.tenants.iter().any(|tenant| {
             tenant
                 .snapshot()
                 .record
@@ -130,25 +116,25 @@ impl Memvault {
         let key = new_key_record(&record.id, label, KeyRole::Owner, &secret, None);
         let stored = record.clone();
         call_actor(
-            &self.inner.root,
+            &self.root.inner.root,
             |reply| RootMessage::CreateTenant {
                 record: Box::new(stored),
                 key: Box::new(key),
                 reply,
             },
-            self.inner.config.call_timeout,
+            self.root.inner.config.call_timeout,
             "the root supervisor",
         )
         .await?;
         Ok(record)
     }
 
-    pub fn tenant(&self, tenant: &TenantId) -> Result<Arc<TenantRecord>> {
-        Ok(self.tenant_handle(tenant)?.snapshot().record.clone())
+    pub fn get(&self, tenant: &TenantId) -> Result<Arc<TenantRecord>> {
+        Ok(self.root.tenant_handle(tenant)?.snapshot().record.clone())
     }
 
-    pub async fn tenant_stats(&self, tenant: &TenantId) -> Result<TenantStats> {
-        let snapshot = self.tenant_handle(tenant)?.snapshot();
+    pub async fn stats(&self, tenant: &TenantId) -> Result<TenantStats> {
+        let snapshot = self.root.tenant_handle(tenant)?.snapshot();
         let now = Utc::now();
         let (week_ago, month_ago) = (
             now - ChronoDuration::days(7),
@@ -169,7 +155,7 @@ impl Memvault {
                 stats.added_30d += usize::from(memory.created_at >= month_ago);
             }
         }
-        let (store, tenant) = (self.inner.store.clone(), tenant.clone());
+        let (store, tenant) = (self.root.inner.store.clone(), tenant.clone());
         stats.storage_bytes = tokio::task::spawn_blocking(move || store.tenant_bytes(&tenant))
             .await
             .map_err(|error| Error::TaskFailed {

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use memvault_storage::{TenantId, TenantSettings, WebhookRecord};
 use rand::RngCore;
 
-use super::Memvault;
+use super::Settings;
 use crate::call::blocking;
 use crate::error::{Error, Result};
 use crate::tenant::TenantMessage;
@@ -40,9 +40,9 @@ impl From<&WebhookRecord> for WebhookView {
     }
 }
 
-impl Memvault {
+impl Settings {
     pub fn webhook_config(&self, tenant: &TenantId) -> Result<Option<WebhookView>> {
-        let settings = self.tenant_handle(tenant)?.snapshot().settings.clone();
+        let settings = self.root.tenant_handle(tenant)?.snapshot().settings.clone();
         Ok(settings.webhook.as_ref().map(WebhookView::from))
     }
 
@@ -52,17 +52,20 @@ impl Memvault {
     /// Deliveries already queued go to the new URL, signed with the new secret.
     pub async fn set_webhook(&self, tenant: &TenantId, url: &str) -> Result<NewWebhook> {
         let target = parse_target(url).map_err(Error::WebhookTargetRejected)?;
-        check_target(&target, self.inner.config.webhooks.allow_private_targets)
-            .await
-            .map_err(Error::WebhookTargetRejected)?;
-        let secrets = self.inner.intelligence.secrets()?;
+        check_target(
+            &target,
+            self.root.inner.config.webhooks.allow_private_targets,
+        )
+        .await
+        .map_err(Error::WebhookTargetRejected)?;
+        let secrets = self.root.inner.intelligence.secrets()?;
         let mut random = [0_u8; SECRET_BYTES];
         rand::thread_rng().fill_bytes(&mut random);
         let secret = format!("{SECRET_PREFIX}{}", hex::encode(random));
         let record = WebhookRecord {
             url: target.to_string(),
             secret_sealed: secrets.seal_str(&secret),
-            created_at: self.now(),
+            created_at: self.root.now(),
         };
         let view = WebhookView::from(&record);
         self.change_webhook(tenant, Some(record)).await?;
@@ -76,7 +79,7 @@ impl Memvault {
         if had {
             self.change_webhook(tenant, None).await?;
         }
-        let (store, owner) = (self.inner.store.clone(), tenant.clone());
+        let (store, owner) = (self.root.inner.store.clone(), tenant.clone());
         let dropped = blocking(move || store.delete_deliveries_of(&owner)).await?;
         if dropped > 0 {
             tracing::info!(%tenant, deliveries = dropped, "webhook deleted; pending deliveries dropped");
@@ -91,16 +94,17 @@ impl Memvault {
         tenant: &TenantId,
         webhook: Option<WebhookRecord>,
     ) -> Result<()> {
-        self.call_tenant(tenant, |reply| TenantMessage::UpdateSettings {
-            change: Box::new(move |settings| {
-                Ok(TenantSettings {
-                    webhook,
-                    ..settings.clone()
-                })
-            }),
-            reply,
-        })
-        .await
-        .map(drop)
+        self.root
+            .call_tenant(tenant, |reply| TenantMessage::UpdateSettings {
+                change: Box::new(move |settings| {
+                    Ok(TenantSettings {
+                        webhook,
+                        ..settings.clone()
+                    })
+                }),
+                reply,
+            })
+            .await
+            .map(drop)
     }
 }
