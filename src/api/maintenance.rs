@@ -9,6 +9,8 @@ use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::collection::CollectionHealth;
+use memvault_core::maintenance::dedup::ReportCluster;
+use memvault_core::maintenance::CollectionSummary;
 use memvault_core::{Authorizer, Maintenance};
 use memvault_storage::{CollectionName, MemoryRecord};
 use memvault_types::limits::{
@@ -43,9 +45,9 @@ pub fn admin_routes() -> OpenApiRouter<AppState> {
 }
 
 /// At most this many ids are listed in an archive-stale answer; the count is always exact.
-const ARCHIVE_STALE_IDS_MAX: usize = 1_000;
+pub(crate) const ARCHIVE_STALE_IDS_MAX: usize = 1_000;
 
-fn stale_days(raw: Option<i64>, field: &str) -> ApiResult<u32> {
+pub(crate) fn stale_days(raw: Option<i64>, field: &str) -> ApiResult<u32> {
     match raw {
         None => Ok(STALE_DAYS_DEFAULT),
         Some(days) if (0..=i64::from(STALE_DAYS_MAX)).contains(&days) => Ok(days as u32),
@@ -100,6 +102,30 @@ pub struct DuplicateClusterResponse {
     pub duplicates: Vec<DedupMemory>,
 }
 
+impl From<&ReportCluster> for DuplicateClusterResponse {
+    fn from(cluster: &ReportCluster) -> Self {
+        Self {
+            keeper: DedupMemory::new(&cluster.keeper, None),
+            duplicates: cluster
+                .duplicates
+                .iter()
+                .map(|(memory, similarity)| DedupMemory::new(memory, Some(*similarity)))
+                .collect(),
+        }
+    }
+}
+
+/// The dedup threshold: a cosine similarity from 0 to 1, default 0.95.
+pub(crate) fn dedup_threshold(raw: Option<f64>) -> ApiResult<f32> {
+    let threshold = raw.unwrap_or(DEDUP_THRESHOLD_DEFAULT);
+    if !(0.0..=1.0).contains(&threshold) {
+        return Err(ApiError::Validation(format!(
+            "threshold must be between 0 and 1, got {threshold}"
+        )));
+    }
+    Ok(threshold as f32)
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DedupResponse {
     pub dry_run: bool,
@@ -128,12 +154,7 @@ pub async fn dedup(
     ApiPath(collection): ApiPath<String>,
     OptionalJson(request): OptionalJson<DedupRequest>,
 ) -> ApiResult<Json<DedupResponse>> {
-    let threshold = request.threshold.unwrap_or(DEDUP_THRESHOLD_DEFAULT);
-    if !(0.0..=1.0).contains(&threshold) {
-        return Err(ApiError::Validation(format!(
-            "threshold must be between 0 and 1, got {threshold}"
-        )));
-    }
+    let threshold = dedup_threshold(request.threshold)?;
     let sweep = sweepable(
         &authorizer,
         &agent,
@@ -141,22 +162,15 @@ pub async fn dedup(
         request.dry_run.unwrap_or(true),
     )?;
     let dry_run = sweep.is_dry_run();
-    let report = maintenance.dedup(&sweep, threshold as f32).await?;
+    let report = maintenance.dedup(&sweep, threshold).await?;
     Ok(Json(DedupResponse {
         dry_run,
-        threshold,
+        threshold: f64::from(threshold),
         scanned: report.scanned,
         clusters: report
             .clusters
             .iter()
-            .map(|cluster| DuplicateClusterResponse {
-                keeper: DedupMemory::new(&cluster.keeper, None),
-                duplicates: cluster
-                    .duplicates
-                    .iter()
-                    .map(|(memory, similarity)| DedupMemory::new(memory, Some(*similarity)))
-                    .collect(),
-            })
+            .map(DuplicateClusterResponse::from)
             .collect(),
         deleted: report.deleted.len(),
         deleted_ids: report.deleted,
@@ -286,6 +300,17 @@ pub struct HealthResponse {
 
 /// How the collection is doing, from counters the collection keeps (no scan). An unknown
 /// collection answers 200 with `exists: false`.
+impl HealthResponse {
+    /// The counts of a collection, or zeros with `exists: false` when there is none.
+    pub fn new(collection: String, found: Option<CollectionHealth>, stale_days: u32) -> Self {
+        Self {
+            collection,
+            exists: found.is_some(),
+            counts: HealthCounts::new(&found.unwrap_or_default(), stale_days),
+        }
+    }
+}
+
 #[utoipa::path(get, path = "/health", tag = "maintenance",
     params(("collection" = String, Path), HealthQuery),
     responses((status = 200, body = HealthResponse), (status = 401, body = ErrorBody),
@@ -306,11 +331,7 @@ pub async fn health(
         }
         Err(_) => None,
     };
-    Ok(Json(HealthResponse {
-        collection,
-        exists: found.is_some(),
-        counts: HealthCounts::new(&found.unwrap_or_default(), days),
-    }))
+    Ok(Json(HealthResponse::new(collection, found, days)))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -337,6 +358,42 @@ pub struct SummaryResponse {
     pub generated_by: String,
     /// Why the LLM was not used although one is configured.
     pub skipped: Option<String>,
+}
+
+impl SummaryResponse {
+    /// The summary of a collection, or a placeholder with `exists: false` when there is
+    /// none.
+    pub fn new(
+        collection: String,
+        found: Option<Arc<CollectionSummary>>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        match found {
+            Some(summary) => {
+                let summary = Arc::unwrap_or_clone(summary);
+                SummaryResponse {
+                    collection,
+                    exists: true,
+                    summary: summary.summary,
+                    themes: summary.themes,
+                    based_on: summary.based_on,
+                    generated_at: summary.generated_at,
+                    generated_by: summary.generated_by.to_owned(),
+                    skipped: summary.skipped,
+                }
+            }
+            None => SummaryResponse {
+                collection,
+                exists: false,
+                summary: "The collection does not exist.".to_owned(),
+                themes: Vec::new(),
+                based_on: 0,
+                generated_at: now,
+                generated_by: "extractive".to_owned(),
+                skipped: None,
+            },
+        }
+    }
 }
 
 /// What the collection is about, from its top memories by importance and recency: one LLM
@@ -370,32 +427,11 @@ pub async fn summary(
         }
         Err(_) => None,
     };
-    let response = match found {
-        Some(summary) => {
-            let summary = Arc::unwrap_or_clone(summary);
-            SummaryResponse {
-                collection,
-                exists: true,
-                summary: summary.summary,
-                themes: summary.themes,
-                based_on: summary.based_on,
-                generated_at: summary.generated_at,
-                generated_by: summary.generated_by.to_owned(),
-                skipped: summary.skipped,
-            }
-        }
-        None => SummaryResponse {
-            collection,
-            exists: false,
-            summary: "The collection does not exist.".to_owned(),
-            themes: Vec::new(),
-            based_on: 0,
-            generated_at: maintenance.now(),
-            generated_by: "extractive".to_owned(),
-            skipped: None,
-        },
-    };
-    Ok(Json(response))
+    Ok(Json(SummaryResponse::new(
+        collection,
+        found,
+        maintenance.now(),
+    )))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

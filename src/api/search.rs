@@ -47,7 +47,7 @@ pub enum ModeParam {
     Text,
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchRequest {
     /// 1 to 10000 characters, not only whitespace.
@@ -81,7 +81,7 @@ pub struct SearchRequest {
 }
 
 impl SearchRequest {
-    fn validate(self) -> ApiResult<SearchQuery> {
+    pub(crate) fn validate(self) -> ApiResult<SearchQuery> {
         let text = validate_query(self.query)?;
         let limit = validate_limit(self.limit, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX)?;
         let min_score = validate_score(self.min_score, SEARCH_MIN_SCORE_DEFAULT)?;
@@ -120,7 +120,7 @@ fn validate_query(query: String) -> ApiResult<String> {
     Ok(query)
 }
 
-fn validate_limit(limit: Option<i64>, default: usize, max: usize) -> ApiResult<usize> {
+pub(crate) fn validate_limit(limit: Option<i64>, default: usize, max: usize) -> ApiResult<usize> {
     match limit {
         None => Ok(default),
         Some(limit) if (1..=max as i64).contains(&limit) => Ok(limit as usize),

@@ -799,3 +799,129 @@ fn rest_and_mcp_answer_the_same_for_the_same_agent() {
         }
     }
 }
+
+/// The `tools/list` entry of one tool.
+fn tool_definition(client: &Client, tool: &str) -> Value {
+    let listed = rpc(client, "tools/list", json!({}));
+    listed["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|definition| definition["name"] == tool)
+        .cloned()
+        .unwrap_or_else(|| panic!("{tool} is not listed"))
+}
+
+#[test]
+fn tool_schemas_are_derived_from_the_rest_limits_and_stand_alone() {
+    let client = new_tenant();
+    let document = expect_status(client.get("/openapi.json"), 200);
+    let rest = |schema: &str, field: &str| {
+        document["components"]["schemas"][schema]["properties"][field].clone()
+    };
+    let search = tool_definition(&client, "search_memory");
+    let store = tool_definition(&client, "store_memory");
+    let arguments = |tool: &Value, field: &str| tool["inputSchema"]["properties"][field].clone();
+    assert_eq!(
+        arguments(&search, "limit")["maximum"],
+        rest("SearchRequest", "limit")["maximum"]
+    );
+    assert_eq!(
+        arguments(&store, "text")["maxLength"],
+        rest("CreateMemoryRequest", "text")["maxLength"]
+    );
+    assert_eq!(
+        arguments(&store, "importance")["maximum"],
+        rest("CreateMemoryRequest", "importance")["maximum"]
+    );
+    let listed = rpc(&client, "tools/list", json!({}));
+    for tool in listed["result"]["tools"].as_array().expect("tools") {
+        let text = tool.to_string();
+        assert!(!text.contains("$ref") && !text.contains("allOf"), "{text}");
+        assert_eq!(tool["inputSchema"]["additionalProperties"], false, "{text}");
+    }
+    // A result carries every key its derived outputSchema requires.
+    let collection = unique("mcp-derived");
+    let stored = call_ok(
+        &client,
+        "store_memory",
+        json!({"collection": collection, "text": "Derived schemas hold."}),
+    );
+    for key in store["outputSchema"]["required"]
+        .as_array()
+        .expect("required")
+    {
+        let key = key.as_str().expect("key");
+        assert!(
+            stored.get(key).is_some(),
+            "store_memory result lacks {key}: {stored}"
+        );
+    }
+}
+
+#[test]
+fn mcp_refuses_what_rest_refuses() {
+    let client = new_tenant();
+    let collection = unique("mcp-same-rules");
+    let path = memories_path(&collection);
+    let oversized = json!({"blob": "x".repeat(17 * 1024)});
+    let bodies = [
+        json!({"text": "   "}),
+        json!({"text": "Fine.", "importance": 1.5}),
+        json!({"text": "Fine.", "category": "c".repeat(201)}),
+        json!({"text": "Fine.", "metadata": oversized}),
+        json!({"text": "Fine.", "container_tag": ""}),
+    ];
+    for body in bodies {
+        expect_error(client.post(&path, &body), 422);
+        let mut arguments = body.clone();
+        arguments["collection"] = json!(collection);
+        let (code, message) = rpc_error(
+            &client,
+            "tools/call",
+            json!({"name": "store_memory", "arguments": arguments}),
+        );
+        assert_eq!(code, -32602, "{body}: {message}");
+    }
+    expect_status(
+        client.post(&path, &json!({"text": "Nothing refused was stored."})),
+        201,
+    );
+    let listed = expect_status(client.get(&path), 200);
+    assert_eq!(listed.as_array().expect("a list").len(), 1);
+    let search = format!("/v1/memory/collections/{collection}/search");
+    expect_error(client.post(&search, &json!({"query": "  "})), 422);
+    let (code, _) = rpc_error(
+        &client,
+        "tools/call",
+        json!({"name": "search_memory", "arguments": {"query": "  ", "collection": collection}}),
+    );
+    assert_eq!(code, -32602);
+}
+
+#[test]
+fn health_and_summary_are_the_rest_answers() {
+    let client = new_tenant();
+    let collection = unique("mcp-same-shapes");
+    for text in [
+        "Otters hold hands while sleeping.",
+        "Sea otters use rocks as tools.",
+    ] {
+        create_memory(&client, &collection, json!({"text": text}));
+    }
+    let base = format!("/v1/memory/collections/{collection}");
+    let rest_health = expect_status(client.get(&format!("{base}/health?stale_days=30")), 200);
+    let mcp_health = call_ok(
+        &client,
+        "collection_health",
+        json!({"collection": collection, "stale_days": 30}),
+    );
+    assert_eq!(mcp_health, rest_health);
+    let rest_summary = expect_status(client.get(&format!("{base}/summary?limit=10")), 200);
+    let mcp_summary = call_ok(
+        &client,
+        "summarize_collection",
+        json!({"collection": collection, "limit": 10}),
+    );
+    assert_eq!(mcp_summary, rest_summary, "the cached summary, both ways");
+}

@@ -3,9 +3,11 @@
 //!
 //! - `mod.rs`: the transport and JSON-RPC framing: authentication, parsing, the methods
 //!   `initialize`, `ping`, `tools/list`, `tools/call`, and the error codes.
-//! - `tools.rs`: the ten memory tools, their argument and result schemas, and each
-//!   tool's one call on the service with the caller's permissions.
-//! - `schema.rs`: the JSON Schema subset the arguments are checked against.
+//! - `tools/`: the ten memory tools, one file each: typed arguments and result (their
+//!   schemas derived), and the tool's one call on the service with the caller's
+//!   permissions.
+//! - `schema.rs`: standalone schemas from the derived ones, and the JSON Schema subset
+//!   the arguments are checked against.
 //!
 //! Why not rmcp (the official Rust SDK): its `StreamableHttpService` is a tower service
 //! with its own request pipeline. Our contract needs the edge's own pieces on this route:

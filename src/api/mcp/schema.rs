@@ -2,23 +2,117 @@
 //! arguments: the schema a client sees in `tools/list` is the one its arguments are held
 //! to, so the two cannot drift apart.
 //!
-//! Supported: `type` (object, string, integer, number, boolean), `properties`,
-//! `required`, `additionalProperties: false`, `minLength`/`maxLength` (characters),
-//! `minimum`/`maximum`, `enum`. Other keywords (`description`, `default`, `format`,
-//! `pattern`) are documentation here; the tool checks what they describe itself.
+//! The schemas are derived from the tools' argument and result types ([`derived`]: the
+//! utoipa schema of the type, its references inlined, since a tool's schema must stand
+//! alone).
+//!
+//! Supported: `type` (object, string, integer, number, boolean, null, or a list of
+//! them), `properties`, `required`, `additionalProperties: false`,
+//! `minLength`/`maxLength` (characters), `minimum`/`maximum`, `enum`. Other keywords
+//! (`description`, `default`, `format`, `pattern`) are documentation here; the tool's
+//! constructor (the REST API's) checks what they describe itself.
 
 use serde_json::{Map, Value};
+use utoipa::openapi::{RefOr, Schema};
+use utoipa::ToSchema;
+
+/// `T`'s JSON Schema, standing alone: every `$ref` replaced by the schema it names, an
+/// `allOf` (a flattened struct) merged into one object, and an optional reference
+/// (`oneOf` of null and the type) turned into the type with `null` allowed.
+pub fn derived<T: ToSchema>() -> Value {
+    let mut components: Vec<(String, RefOr<Schema>)> = Vec::new();
+    T::schemas(&mut components);
+    let components: Map<String, Value> = components
+        .into_iter()
+        .map(|(name, schema)| (name, serde_json::to_value(schema).unwrap_or_default()))
+        .collect();
+    let root = serde_json::to_value(<T as utoipa::PartialSchema>::schema()).unwrap_or_default();
+    standalone(root, &components, 0)
+}
+
+/// Deeper than this a reference is left as it is (a recursive type; none of the tools
+/// has one).
+const INLINE_DEPTH_MAX: usize = 16;
+
+fn standalone(schema: Value, components: &Map<String, Value>, depth: usize) -> Value {
+    let Value::Object(mut fields) = schema else {
+        return schema;
+    };
+    if depth < INLINE_DEPTH_MAX {
+        if let Some(target) = fields.get("$ref").and_then(Value::as_str) {
+            let name = target.rsplit('/').next().unwrap_or_default();
+            if let Some(component) = components.get(name) {
+                return standalone(component.clone(), components, depth + 1);
+            }
+        }
+    }
+    if let Some(Value::Array(parts)) = fields.remove("allOf") {
+        let mut merged = Map::new();
+        merged.insert("type".to_owned(), Value::from("object"));
+        let (mut properties, mut required) = (Map::new(), Vec::new());
+        for part in parts {
+            let part = standalone(part, components, depth + 1);
+            if let Some(Value::Object(more)) = part.get("properties") {
+                properties.extend(more.clone());
+            }
+            if let Some(Value::Array(more)) = part.get("required") {
+                required.extend(more.iter().cloned());
+            }
+        }
+        merged.insert("properties".to_owned(), Value::Object(properties));
+        merged.insert("required".to_owned(), Value::Array(required));
+        fields.extend(merged);
+    }
+    if let Some(Value::Array(choices)) = fields.get("oneOf") {
+        let is_null = |choice: &Value| choice.get("type") == Some(&Value::from("null"));
+        if let [first, second] = choices.as_slice() {
+            if is_null(first) || is_null(second) {
+                let other = if is_null(first) { second } else { first };
+                let mut other = standalone(other.clone(), components, depth + 1);
+                if let Some(kind) = other.get("type").and_then(Value::as_str) {
+                    other["type"] = serde_json::json!([kind, "null"]);
+                }
+                fields.remove("oneOf");
+                if let Value::Object(other) = other {
+                    for (key, value) in other {
+                        fields.entry(key).or_insert(value);
+                    }
+                }
+            }
+        }
+    }
+    for (key, value) in fields.iter_mut() {
+        match key.as_str() {
+            "properties" => {
+                if let Value::Object(properties) = value {
+                    for property in properties.values_mut() {
+                        *property = standalone(property.take(), components, depth + 1);
+                    }
+                }
+            }
+            "items" | "additionalProperties" => {
+                *value = standalone(value.take(), components, depth + 1);
+            }
+            _ => {}
+        }
+    }
+    Value::Object(fields)
+}
 
 /// Checks `value` against `schema`; the error names the offending path and what is wrong.
 pub fn check(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
-    if let Some(expected) = schema.get("type").and_then(Value::as_str) {
-        if !has_type(value, expected) {
-            return Err(format!(
-                "{path} must be {}, got {}",
-                article(expected),
-                type_name(value)
-            ));
-        }
+    let expected: Vec<&str> = match schema.get("type") {
+        Some(Value::String(one)) => vec![one.as_str()],
+        Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if !expected.is_empty() && !expected.iter().any(|kind| has_type(value, kind)) {
+        let kinds: Vec<String> = expected.iter().map(|kind| article(kind)).collect();
+        return Err(format!(
+            "{path} must be {}, got {}",
+            kinds.join(" or "),
+            type_name(value)
+        ));
     }
     if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
         if !allowed.contains(value) {
@@ -134,6 +228,7 @@ pub fn as_integer(value: &Value) -> Option<i64> {
 fn article(expected: &str) -> String {
     match expected {
         "object" | "array" | "integer" => format!("an {expected}"),
+        "null" => "null".to_owned(),
         other => format!("a {other}"),
     }
 }
@@ -166,6 +261,72 @@ mod tests {
             "required": ["query"],
             "additionalProperties": false,
         })
+    }
+
+    #[derive(serde::Serialize, utoipa::ToSchema)]
+    struct Inner {
+        name: String,
+    }
+
+    #[derive(serde::Serialize, utoipa::ToSchema)]
+    #[allow(dead_code)]
+    enum Kind {
+        One,
+        Two,
+    }
+
+    #[derive(serde::Serialize, utoipa::ToSchema)]
+    struct Outer {
+        #[serde(flatten)]
+        inner: Inner,
+        nested: Inner,
+        kind: Option<Kind>,
+        count: u32,
+    }
+
+    #[test]
+    fn a_derived_schema_stands_alone() {
+        let schema = derived::<Outer>();
+        let text = schema.to_string();
+        assert!(!text.contains("$ref") && !text.contains("allOf") && !text.contains("oneOf"));
+        assert_eq!(schema["type"], "object");
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        for field in ["name", "nested", "count"] {
+            assert!(required.contains(&field), "{field} in {schema}");
+        }
+        assert_eq!(
+            schema["properties"]["nested"]["properties"]["name"]["type"],
+            "string"
+        );
+        assert_eq!(
+            schema["properties"]["kind"]["type"],
+            json!(["string", "null"])
+        );
+        assert_eq!(schema["properties"]["kind"]["enum"], json!(["One", "Two"]));
+        check(
+            &schema,
+            &json!({"name": "a", "nested": {"name": "b"}, "count": 1}),
+            "x",
+        )
+        .unwrap();
+        check(
+            &schema,
+            &json!({"name": "a", "nested": {"name": "b"}, "count": 1, "kind": null}),
+            "x",
+        )
+        .unwrap();
+        let error = check(
+            &schema,
+            &json!({"name": "a", "nested": {}, "count": 1}),
+            "x",
+        )
+        .unwrap_err();
+        assert!(error.contains("x.nested.name is required"), "{error}");
     }
 
     #[test]
