@@ -89,6 +89,8 @@ def from_schema(schema: dict, memory_id: str) -> st.SearchStrategy:
         return st.floats(schema.get("minimum", -1e9), schema.get("maximum", 1e9), allow_nan=False)
     if kind == "boolean":
         return st.booleans()
+    if kind == "null":
+        return st.none()
     if kind == "object" and "properties" in schema:
         return arguments(schema, memory_id)
     if kind == "object":
