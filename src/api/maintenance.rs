@@ -116,14 +116,14 @@ impl From<&ReportCluster> for DuplicateClusterResponse {
 }
 
 /// The dedup threshold: a cosine similarity from 0 to 1, default 0.95.
-pub(crate) fn dedup_threshold(raw: Option<f64>) -> ApiResult<f32> {
+pub(crate) fn dedup_threshold(raw: Option<f64>) -> ApiResult<f64> {
     let threshold = raw.unwrap_or(DEDUP_THRESHOLD_DEFAULT);
     if !(0.0..=1.0).contains(&threshold) {
         return Err(ApiError::Validation(format!(
             "threshold must be between 0 and 1, got {threshold}"
         )));
     }
-    Ok(threshold as f32)
+    Ok(threshold)
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -162,10 +162,10 @@ pub async fn dedup(
         request.dry_run.unwrap_or(true),
     )?;
     let dry_run = sweep.is_dry_run();
-    let report = maintenance.dedup(&sweep, threshold).await?;
+    let report = maintenance.dedup(&sweep, threshold as f32).await?;
     Ok(Json(DedupResponse {
         dry_run,
-        threshold: f64::from(threshold),
+        threshold,
         scanned: report.scanned,
         clusters: report
             .clusters
@@ -298,8 +298,6 @@ pub struct HealthResponse {
     pub counts: HealthCounts,
 }
 
-/// How the collection is doing, from counters the collection keeps (no scan). An unknown
-/// collection answers 200 with `exists: false`.
 impl HealthResponse {
     /// The counts of a collection, or zeros with `exists: false` when there is none.
     pub fn new(collection: String, found: Option<CollectionHealth>, stale_days: u32) -> Self {
@@ -311,6 +309,8 @@ impl HealthResponse {
     }
 }
 
+/// How the collection is doing, from counters the collection keeps (no scan). An unknown
+/// collection answers 200 with `exists: false`.
 #[utoipa::path(get, path = "/health", tag = "maintenance",
     params(("collection" = String, Path), HealthQuery),
     responses((status = 200, body = HealthResponse), (status = 401, body = ErrorBody),

@@ -49,11 +49,15 @@ impl Tool for FindDuplicates {
             .state
             .authorizer
             .authorize_sweep(context.agent, name, true)?;
-        let report = context.state.maintenance.dedup(&sweep, threshold).await?;
+        let report = context
+            .state
+            .maintenance
+            .dedup(&sweep, threshold as f32)
+            .await?;
         Ok(FindDuplicatesOutput {
             collection: sweep.collection().to_string(),
             dry_run: true,
-            threshold: f64::from(threshold),
+            threshold,
             scanned: report.scanned,
             clusters: report
                 .clusters
