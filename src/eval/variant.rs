@@ -41,28 +41,36 @@ pub fn modes() -> Vec<Variant> {
     ]
 }
 
-/// Hybrid fusion settings around the default (how it was chosen).
+/// Hybrid fusion settings around the default (how it was chosen): the vector weight α
+/// against the depth of the BM25 list, then the vector window.
 pub fn grid() -> Vec<Variant> {
-    let mut variants = Vec::new();
-    for k in [5.0, 20.0, 60.0] {
-        for window in [20, 50, 100] {
-            for (vector_weight, text_weight) in [(1.0, 1.0), (1.0, 0.7), (0.7, 1.0)] {
-                let fusion = FusionParams {
-                    k,
-                    window,
-                    vector_weight,
-                    text_weight,
-                };
-                variants.push(Variant {
-                    label: format!(
-                        "rrf k {k}, window {window}, weights {vector_weight}/{text_weight}"
-                    ),
-                    mode: SearchMode::Hybrid,
-                    min_score: 0.0,
-                    fusion,
-                });
-            }
+    let default = FusionParams::default();
+    let mut settings = Vec::new();
+    for text_window in [20, 50, 100] {
+        for vector_weight in [0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8] {
+            settings.push(FusionParams {
+                text_window,
+                vector_weight,
+                ..default
+            });
         }
     }
-    variants
+    for vector_window in [10, 50] {
+        settings.push(FusionParams {
+            vector_window,
+            ..default
+        });
+    }
+    settings
+        .into_iter()
+        .map(|fusion| Variant {
+            label: format!(
+                "alpha {}, vector window {}, text window {}",
+                fusion.vector_weight, fusion.vector_window, fusion.text_window
+            ),
+            mode: SearchMode::Hybrid,
+            min_score: 0.0,
+            fusion,
+        })
+        .collect()
 }
