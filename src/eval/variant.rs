@@ -42,31 +42,28 @@ pub fn modes() -> Vec<Variant> {
 }
 
 /// Hybrid fusion settings around the default (how it was chosen): the vector weight α
-/// against the depth of the BM25 list, then the vector window.
+/// against the depth of the BM25 list, then the candidate window.
 pub fn grid() -> Vec<Variant> {
     let default = FusionParams::default();
     let mut settings = Vec::new();
-    for text_window in [20, 50, 100] {
+    for text_depth in [20, 50, 100] {
         for vector_weight in [0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8] {
             settings.push(FusionParams {
-                text_window,
+                text_depth,
                 vector_weight,
                 ..default
             });
         }
     }
-    for vector_window in [10, 50] {
-        settings.push(FusionParams {
-            vector_window,
-            ..default
-        });
+    for window in [10, 30, 50] {
+        settings.push(FusionParams { window, ..default });
     }
     settings
         .into_iter()
         .map(|fusion| Variant {
             label: format!(
-                "alpha {}, vector window {}, text window {}",
-                fusion.vector_weight, fusion.vector_window, fusion.text_window
+                "alpha {}, window {}, BM25 depth {}",
+                fusion.vector_weight, fusion.window, fusion.text_depth
             ),
             mode: SearchMode::Hybrid,
             min_score: 0.0,

@@ -79,20 +79,20 @@ pub fn search_collection<S: MemoryLookup>(
         }
         SearchMode::Hybrid => {
             let fusion = query.fusion;
-            let vector_window = query.limit.max(fusion.vector_window);
-            let text_window = query.limit.max(fusion.text_window);
+            let window = query.limit.max(fusion.window);
+            let text_depth = window.max(fusion.text_depth);
             let narrow = query.filter.narrows();
             // The two lists are independent: one on a helper thread, one here.
             let (vector_hits, text_hits) = std::thread::scope(|scope| {
                 let text_side = scope.spawn(|| {
-                    text_candidates(snapshot, indexes, &query.text, text_window, accept.clone())
+                    text_candidates(snapshot, indexes, &query.text, text_depth, accept.clone())
                 });
                 let vector_hits: Result<Vec<(u64, f32)>, IndexError> = match vector {
                     Some(vector) => vector_candidates(
                         snapshot.as_ref(),
                         indexes,
                         vector,
-                        vector_window,
+                        window,
                         narrow,
                         &accept,
                     )
@@ -108,7 +108,7 @@ pub fn search_collection<S: MemoryLookup>(
                     .unwrap_or_else(|_| Err(IndexError::Text("text search panicked".to_owned())));
                 (vector_hits, text_hits)
             });
-            let candidates = hybrid_candidates(indexes, vector, vector_hits?, text_hits?);
+            let candidates = hybrid_candidates(indexes, vector, vector_hits?, text_hits?, window);
             Ok(convex_fusion(&candidates, fusion.vector_weight)
                 .into_iter()
                 .filter_map(|(key, score)| resolve(key).map(|memory| (memory, score)))
@@ -118,26 +118,32 @@ pub fn search_collection<S: MemoryLookup>(
     }
 }
 
-/// Both lists as one set of candidates, each with both scores. A text match that is not a
-/// vector candidate (below `min_score`, or outside the vector window: SPEC rule 2) is scored
-/// against the query vector exactly, so its cosine counts as much as anyone's.
+/// Both lists as one set of candidates, each with both scores: the vector hits, and the
+/// first `window` BM25 matches; the deeper BM25 matches only give their score to vector
+/// candidates. A BM25 candidate that is not a vector candidate (below `min_score`, or
+/// outside the vector window: SPEC rule 2) is scored against the query vector exactly, so
+/// its cosine counts as much as anyone's.
 fn hybrid_candidates(
     indexes: &CollectionIndexes,
     vector: Option<&[f32]>,
     vector_hits: Vec<(u64, f32)>,
     text_hits: Vec<(u64, f32)>,
+    window: usize,
 ) -> Vec<Candidate> {
-    let mut candidates = Candidates::with_capacity(vector_hits.len() + text_hits.len());
+    let mut candidates = Candidates::with_capacity(vector_hits.len() + window);
     for (key, similarity) in vector_hits {
         candidates.add_similarity(key, similarity);
     }
     let text_only: Vec<u64> = text_hits
         .iter()
+        .take(window)
         .map(|(key, _)| *key)
         .filter(|key| !candidates.contains(*key))
         .collect();
-    for (key, bm25) in text_hits {
-        candidates.add_bm25(key, bm25);
+    for (rank, (key, bm25)) in text_hits.into_iter().enumerate() {
+        if rank < window || candidates.contains(key) {
+            candidates.add_bm25(key, bm25);
+        }
     }
     if let Some(vector) = vector {
         for (key, similarity) in indexes.vector.score(vector, &text_only) {

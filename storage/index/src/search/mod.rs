@@ -44,11 +44,12 @@ pub struct SearchQuery {
 /// Search).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FusionParams {
-    /// Vector candidates (at least the request's limit, at least `min_score`).
-    pub vector_window: usize,
-    /// BM25 matches read (at least the request's limit): each is a candidate, and a vector
-    /// candidate beyond them counts BM25 0.
-    pub text_window: usize,
+    /// Candidates each list contributes (at least the request's limit); vector candidates
+    /// are at least `min_score`.
+    pub window: usize,
+    /// BM25 matches read to score the candidates (at least `window`): a vector candidate
+    /// beyond them counts BM25 0.
+    pub text_depth: usize,
     /// α: the share of the normalised cosine in the fused score; BM25 has 1 − α.
     pub vector_weight: f32,
 }
@@ -56,16 +57,15 @@ pub struct FusionParams {
 impl Default for FusionParams {
     fn default() -> Self {
         Self {
-            // With every candidate scored exactly on the vector side, a wider vector window
-            // changed nothing on the public sets (10, 20 and 50 score the same).
-            vector_window: 20,
+            // With every BM25 candidate scored exactly on the vector side, wider windows
+            // changed next to nothing on the public sets, and each extra BM25 candidate
+            // costs an exact cosine.
+            window: 20,
             // A vector candidate beyond the BM25 matches read counts 0; reading 50 rather
-            // than 20 keeps that from sinking good vector results (MS MARCO nDCG@10 0.786
-            // at 20, 0.797 at 50) and costs one Tantivy top-k a little deeper.
-            text_window: 50,
-            // Vectors are the better ranker on MS MARCO, BM25 on LoCoMo; 0.6 is within
-            // 0.002 of the better single mode on each public set (0.5 loses 0.007 on MS
-            // MARCO, 0.7 gives up 0.015 of LoCoMo's gain).
+            // than 20 keeps that from sinking good vector results on MS MARCO.
+            text_depth: 50,
+            // Vectors are the better ranker on MS MARCO, BM25 on LoCoMo; 0.6 stays within
+            // 0.002 of the better single mode on each public set.
             vector_weight: 0.6,
         }
     }
@@ -73,12 +73,7 @@ impl Default for FusionParams {
 
 impl std::hash::Hash for FusionParams {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (
-            self.vector_window,
-            self.text_window,
-            self.vector_weight.to_bits(),
-        )
-            .hash(state);
+        (self.window, self.text_depth, self.vector_weight.to_bits()).hash(state);
     }
 }
 
