@@ -32,7 +32,8 @@ enum Command {
     Serve(ServeArgs),
     /// Measure a server process over HTTP: start-up, latency, throughput, memory, disk.
     Bench(crate::bench::BenchArgs),
-    /// Retrieval quality (nDCG@10, Recall@10 per mode) on a BEIR folder.
+    /// Retrieval quality of every search mode on the public evaluation sets (nDCG@10,
+    /// Recall@10; evidence Recall@10 on LoCoMo).
     Eval(crate::eval::EvalArgs),
 }
 

@@ -7,7 +7,8 @@
 //! - [`server`]: starts the store, the embedding model and the actors; serves HTTP.
 //! - [`api`]: the HTTP API, one module per resource, plus extractors and OpenAPI.
 //! - [`bench`]: `memvault bench`, measurements of a real server process over HTTP.
-//! - [`eval`]: `memvault eval DIR`, retrieval quality on a BEIR folder.
+//! - [`eval`]: `memvault eval [PATH]`, retrieval quality of every search mode on the
+//!   public evaluation sets (BEIR MS MARCO, BEIR business reports, LoCoMo).
 //! - [`error`]: the HTTP error type and its `{"detail": ..., "code": ...}` body.
 //!
 //! Behaviour lives in `memvault-actors`; persistence in `memvault-storage`. This crate is

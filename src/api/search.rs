@@ -147,7 +147,8 @@ pub struct SearchResultItem {
     pub category: String,
     pub importance: f64,
     /// Vector mode: cosine similarity. Text mode: BM25 relative to the best match (1.0).
-    /// Hybrid: reciprocal-rank-fusion score, 1.0 for first in both lists.
+    /// Hybrid: 0.6 × cosine / best cosine + 0.4 × BM25 / best BM25 over the candidates of
+    /// both lists, in [0, 1]; 1.0 for the best of both.
     pub score: f32,
     pub source: String,
     #[schema(value_type = Object)]

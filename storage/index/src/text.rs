@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tantivy::collector::{FilterCollector, TopDocs};
+use tantivy::columnar::Column;
 use tantivy::query::QueryParser;
 use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions,
@@ -215,10 +216,22 @@ impl TextIndex {
         searcher: &tantivy::Searcher,
         top: Vec<(f32, tantivy::DocAddress)>,
     ) -> Result<Vec<TextHit>, IndexError> {
+        // One key column per segment, opened on first use rather than once per hit.
+        let mut columns: Vec<Option<Column<u64>>> = vec![None; searcher.segment_readers().len()];
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
-            let segment = searcher.segment_reader(address.segment_ord);
-            let keys = segment.fast_fields().u64("key").map_err(text_error)?;
+            let slot = address.segment_ord as usize;
+            let keys = match columns.get_mut(slot) {
+                Some(Some(keys)) => keys,
+                Some(column) => column.insert(
+                    searcher
+                        .segment_reader(address.segment_ord)
+                        .fast_fields()
+                        .u64("key")
+                        .map_err(text_error)?,
+                ),
+                None => continue,
+            };
             if let Some(key) = keys.first(address.doc_id) {
                 hits.push(TextHit { key, score });
             }

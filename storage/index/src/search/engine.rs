@@ -12,7 +12,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use memvault_storage::MemoryRecord;
 
-use super::fusion::reciprocal_rank_fusion;
+use super::fusion::{convex_fusion, Candidate, Candidates};
 use super::{SearchMode, SearchQuery};
 use crate::{CollectionIndexes, IndexError, KeyFilter};
 
@@ -80,13 +80,14 @@ pub fn search_collection<S: MemoryLookup>(
         SearchMode::Hybrid => {
             let fusion = query.fusion;
             let window = query.limit.max(fusion.window);
+            let text_depth = window.max(fusion.text_depth);
             let narrow = query.filter.narrows();
             // The two lists are independent: one on a helper thread, one here.
-            let (vector_keys, text_keys) = std::thread::scope(|scope| {
+            let (vector_hits, text_hits) = std::thread::scope(|scope| {
                 let text_side = scope.spawn(|| {
-                    text_candidates(snapshot, indexes, &query.text, window, accept.clone())
+                    text_candidates(snapshot, indexes, &query.text, text_depth, accept.clone())
                 });
-                let vector_keys: Result<Vec<u64>, IndexError> = match vector {
+                let vector_hits: Result<Vec<(u64, f32)>, IndexError> = match vector {
                     Some(vector) => vector_candidates(
                         snapshot.as_ref(),
                         indexes,
@@ -98,32 +99,58 @@ pub fn search_collection<S: MemoryLookup>(
                     .map(|hits| {
                         hits.into_iter()
                             .filter(|(_, similarity)| *similarity >= query.min_score)
-                            .map(|(key, _)| key)
                             .collect()
                     }),
                     None => Ok(Vec::new()),
                 };
-                let text_keys = text_side
+                let text_hits = text_side
                     .join()
                     .unwrap_or_else(|_| Err(IndexError::Text("text search panicked".to_owned())));
-                (vector_keys, text_keys)
+                (vector_hits, text_hits)
             });
-            let vector_keys = vector_keys?;
-            let text_keys: Vec<u64> = text_keys?.into_iter().map(|(key, _)| key).collect();
-            let fused = reciprocal_rank_fusion(
-                &[
-                    (&vector_keys, fusion.vector_weight),
-                    (&text_keys, fusion.text_weight),
-                ],
-                fusion.k,
-            );
-            Ok(fused
+            let candidates = hybrid_candidates(indexes, vector, vector_hits?, text_hits?, window);
+            Ok(convex_fusion(&candidates, fusion.vector_weight)
                 .into_iter()
                 .filter_map(|(key, score)| resolve(key).map(|memory| (memory, score)))
                 .take(query.limit)
                 .collect())
         }
     }
+}
+
+/// Both lists as one set of candidates, each with both scores: the vector hits, and the
+/// first `window` BM25 matches; the deeper BM25 matches only give their score to vector
+/// candidates. A BM25 candidate that is not a vector candidate (below `min_score`, or
+/// outside the vector window: SPEC rule 2) is scored against the query vector exactly, so
+/// its cosine counts as much as anyone's.
+fn hybrid_candidates(
+    indexes: &CollectionIndexes,
+    vector: Option<&[f32]>,
+    vector_hits: Vec<(u64, f32)>,
+    text_hits: Vec<(u64, f32)>,
+    window: usize,
+) -> Vec<Candidate> {
+    let mut candidates = Candidates::with_capacity(vector_hits.len() + window);
+    for (key, similarity) in vector_hits {
+        candidates.add_similarity(key, similarity);
+    }
+    let text_only: Vec<u64> = text_hits
+        .iter()
+        .take(window)
+        .map(|(key, _)| *key)
+        .filter(|key| !candidates.contains(*key))
+        .collect();
+    for (rank, (key, bm25)) in text_hits.into_iter().enumerate() {
+        if rank < window || candidates.contains(key) {
+            candidates.add_bm25(key, bm25);
+        }
+    }
+    if let Some(vector) = vector {
+        for (key, similarity) in indexes.vector.score(vector, &text_only) {
+            candidates.add_similarity(key, similarity);
+        }
+    }
+    candidates.into_vec()
 }
 
 /// The `count` most similar eligible keys with their cosine similarity, best first.
