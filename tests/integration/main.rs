@@ -10,6 +10,7 @@ mod collections;
 mod durability;
 mod errors;
 mod graph;
+mod history;
 mod isolation;
 mod keys;
 mod llm;
