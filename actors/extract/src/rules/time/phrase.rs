@@ -30,7 +30,9 @@ pub(super) fn phrase_at(
         }
         "up" if matches!(at(1), "until" | "till") => until_at(sentence, norms, index + 2, context)
             .map(|(len, when, explicit)| (len + 2, when, explicit)),
-        "for" | "over" | "during" => duration_at(norms, index, context),
+        "for" | "over" | "during" => duration_at(norms, index, context)
+            .or_else(|| new_date_at(sentence, norms, index, context)),
+        "to" | "into" | "onto" => new_date_at(sentence, norms, index, context),
         "since" => point_at(sentence, norms, index + 1, context, Direction::Past)
             .map(|(len, _, _)| (len + 1, When::Filler, false)),
         "as" if at(1) == "of" => {
@@ -63,6 +65,22 @@ pub(super) fn phrase_at(
         "in" => in_period_phrase(sentence, norms, index, context),
         _ => ago_or_date_phrase(sentence, norms, index, context),
     }
+}
+
+/// The new date of a rescheduled event: "(moved) to Monday", "(rescheduled) for the
+/// 15th"; nothing outside a sentence that moves an event ("I moved to Berlin").
+fn new_date_at(
+    sentence: &Sentence,
+    norms: &[&str],
+    index: usize,
+    context: &TimeContext,
+) -> Option<(usize, When, bool)> {
+    if !context.rescheduled || !matches!(norms[index], "to" | "into" | "onto" | "for") {
+        return None;
+    }
+    let (len, period, explicit) =
+        point_at(sentence, norms, index + 1, context, Direction::Upcoming)?;
+    Some((len + 1, When::Event(period), explicit))
 }
 
 /// "this morning", "this week", "this weekend", "this month", "this year", "this Friday".
