@@ -25,10 +25,12 @@ const NOT_NEWS: &[&str] = &[
     "ask", "can", "will", "please",
 ];
 
-/// Words that end an event's name before its head noun is found ("my ... is", "... on").
+/// Words that end an event's name before its head noun is found ("my ... is", "... on",
+/// "my boss moved my review": the boss is no part of the review's name).
 const NAME_STOPS: &[&str] = &[
     "is", "are", "was", "were", "has", "have", "had", "got", "will", "on", "at", "in", "for", "to",
-    "from", "with", "and", "but", "or", "by", "until", "till", "be", "been",
+    "from", "with", "and", "but", "or", "by", "until", "till", "be", "been", "my", "our", "your",
+    "their", "his", "her", "the",
 ];
 
 impl<'s, 'a> ClauseView<'s, 'a> {
@@ -150,7 +152,11 @@ impl<'s, 'a> ClauseView<'s, 'a> {
             let word = strip_possessive(word);
             if EVENT_NOUNS.contains(&word) {
                 head = Some(index);
-            } else if head.is_some() || NAME_STOPS.contains(&word) {
+            } else if head.is_some()
+                || NAME_STOPS.contains(&word)
+                || RESCHEDULE_VERBS.contains(&word)
+                || CANCEL_VERBS.contains(&word)
+            {
                 break;
             }
         }

@@ -63,8 +63,8 @@ impl<'s, 'a> ClauseView<'s, 'a> {
             ("in" | "at", _) if !negated && self.capitalized_at(start + 1) => {
                 Some(self.current_place(start + 1))
             }
-            ("away", "in" | "at") if !negated && self.capitalized_at(start + 2) => {
-                Some(self.current_place(start + 2))
+            ("away" | "spending", "in" | "at") if !negated && self.capitalized_at(start + 2) => {
+                Some(self.current_place(start + 2)) // "I'm spending the next week in Nice"
             }
             ("going", "to") if !negated && cursor.peek_at(2) == "be" => {
                 let mut cursor = cursor.clone();
@@ -234,7 +234,7 @@ impl<'s, 'a> ClauseView<'s, 'a> {
             ("away", "in" | "at") => 2,
             (
                 "staying" | "visiting" | "living" | "based" | "traveling" | "travelling"
-                | "working",
+                | "working" | "spending",
                 next,
             ) => 1 + usize::from(matches!(next, "in" | "at" | "from" | "around" | "near")),
             _ => return Vec::new(),

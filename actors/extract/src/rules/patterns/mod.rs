@@ -78,14 +78,25 @@ impl<'s, 'a> ClauseView<'s, 'a> {
             "my" => self.match_my(cursor.pos),
             "we" => self.match_we(cursor),
             "our" | "the" => {
-                let event = self.event_change(cursor.pos);
+                let event = self.event_change(cursor.pos); // "the meeting was moved to ..."
                 if event.is_empty() {
-                    self.event_moved_by_someone(&norms)
+                    self.match_other(&norms)
                 } else {
                     event
                 }
             }
-            _ => self.event_moved_by_someone(&norms),
+            _ => self.match_other(&norms),
+        }
+    }
+
+    /// A clause about something else: "tea is my favorite drink", "they moved my flight
+    /// to Monday".
+    fn match_other(&self, norms: &[&str]) -> Vec<Found> {
+        let favorite = self.favorite_said_backwards(norms);
+        if favorite.is_empty() {
+            self.event_moved_by_someone(norms)
+        } else {
+            favorite
         }
     }
 

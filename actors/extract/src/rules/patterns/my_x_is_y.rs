@@ -15,6 +15,10 @@ impl<'s, 'a> ClauseView<'s, 'a> {
             return event;
         }
         let norms = self.norms_of();
+        let event = self.event_moved_by_someone(&norms); // "my boss moved my review to ..."
+        if !event.is_empty() {
+            return event;
+        }
         let Some((verb, attribute)) = attribute_before_verb(&norms, start) else {
             return Vec::new();
         };

@@ -4,8 +4,9 @@ use super::Found;
 use crate::rules::clause::{ClauseView, Cursor};
 use crate::rules::lexicon::{
     ADVERBS, OBJECT_FILLERS, OBJECT_TAILS, PREFERENCE_CATEGORIES, PREFERENCE_LEAD_WORDS, PRONOUNS,
+    SUBJECTS,
 };
-use crate::rules::slot::{singular, user_slot, user_slot_prefixed};
+use crate::rules::slot::{singular, unify_spelling, user_slot, user_slot_prefixed};
 use crate::FactType;
 
 /// The category a preferred thing belongs to ("green tea" -> `drink`, "window seats" ->
@@ -81,6 +82,43 @@ impl<'s, 'a> ClauseView<'s, 'a> {
             return Vec::new();
         }
         self.preferred_choice(cursor.pos).unwrap_or_default()
+    }
+
+    /// "Coffee is my favorite drink", "coffee is my drink of choice", "coffee is my go-to
+    /// drink": the favorite of that kind (`user/favorite_drink`), said the other way round.
+    pub(super) fn favorite_said_backwards(&self, norms: &[&str]) -> Vec<Found> {
+        let Some(verb) =
+            (1..norms.len().min(6)).find(|&index| matches!(norms[index], "is" | "are"))
+        else {
+            return Vec::new();
+        };
+        if norms.get(verb + 1) != Some(&"my") || SUBJECTS.contains(&norms[0]) {
+            return Vec::new();
+        }
+        let rest = &norms[verb + 2..];
+        let kind: &[&str] = match rest {
+            [lead, kind @ ..]
+                if matches!(*lead, "favorite" | "favourite" | "go-to" | "preferred") =>
+            {
+                kind
+            }
+            [kind @ .., "of", "choice"] => kind,
+            _ => return Vec::new(),
+        };
+        if kind.is_empty() || kind.len() > 3 || PRONOUNS.contains(&norms[0]) {
+            return Vec::new();
+        }
+        let mut words = vec!["favorite".to_owned()];
+        words.extend(kind.iter().map(|word| unify_spelling(word)));
+        if let Some(last) = words.last_mut() {
+            *last = singular(last);
+        }
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let value = self.value(0..verb);
+        if value.is_empty() {
+            return Vec::new();
+        }
+        vec![Found::new(FactType::Preference, user_slot(&words), value)]
     }
 
     /// "I'm more of a coffee person": the favorite of the thing's category.

@@ -107,6 +107,14 @@ fn scheduled_events_are_dated_values_of_their_name() {
             "Our dinner party is on Saturday.",
             &[(Fact, Some("user/dinner_party"), "2026-11-28", None)],
         ),
+        (
+            "My boss moved my review to Friday.",
+            &[(Fact, Some("user/review"), "2026-11-27", None)],
+        ),
+        (
+            "My haircut is now on Monday instead.",
+            &[(Fact, Some("user/haircut"), "2026-11-30", None)],
+        ),
     ];
     for (input, expected) in others {
         check(input, expected);
@@ -149,6 +157,16 @@ fn past_hypothetical_and_extra_events_get_no_slot() {
         (
             "My dentist appointment wasn't moved.",
             &[(Fact, None, "My dentist appointment wasn't moved.", None)],
+        ),
+        // Someone else's event.
+        (
+            "My sister moved her wedding to June.",
+            &[(
+                Episode,
+                None,
+                "My sister moved her wedding to June (June 2027).",
+                None,
+            )],
         ),
         // Not an event: a favorite show, a birthday, a pet.
         (

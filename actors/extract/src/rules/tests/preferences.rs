@@ -293,6 +293,19 @@ fn a_bare_preference_is_the_favorite_of_its_category() {
             "I switched to Linux.",
             &[(Fact, None, "I switched to Linux.", None)],
         ),
+        // Said the other way round.
+        (
+            "Honestly, coffee is my drink of choice now.",
+            &[(Preference, Some("user/favorite_drink"), "coffee", None)],
+        ),
+        (
+            "Paris is my favorite city.",
+            &[(Preference, Some("user/favorite_city"), "Paris", None)],
+        ),
+        (
+            "She is my favorite aunt.",
+            &[(Fact, None, "She is my favorite aunt.", None)],
+        ),
     ];
     for (input, expected) in cases {
         check(input, expected);

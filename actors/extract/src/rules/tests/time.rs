@@ -205,6 +205,14 @@ fn validity_phrases_set_valid_until_and_leave_the_value() {
         ("I'm in Paris tonight.", end_of(11, 23)),
         ("I'm currently in Paris.", None),
         ("I'm visiting Paris until Friday.", end_of(11, 27)),
+        (
+            "I'm spending the next two weeks in Paris.",
+            at(12, 7, 10, 0, 0),
+        ),
+        (
+            "I'll be spending three days in Paris.",
+            at(11, 26, 10, 0, 0),
+        ),
         ("I'm staying at Paris for now.", None),
     ];
     for (input, until) in cases {
