@@ -19,6 +19,7 @@ mod mcp;
 mod memories;
 mod openapi;
 mod operator;
+mod probes;
 mod proxy;
 mod search;
 mod startup;
