@@ -1,5 +1,6 @@
 //! Graph memory: `POST .../{collection}/remember`, `GET /v1/memory/extract/job/{job_id}`,
-//! `GET .../{collection}/contradictions`, `GET .../{collection}/profile`.
+//! `GET .../{collection}/contradictions`, `GET .../{collection}/profile`,
+//! `GET .../{collection}/memories/{memory_id}/history`.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -30,6 +31,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(remember).audit(Audit::Change("memory.remember")))
         .routes(routes!(contradictions))
         .routes(routes!(profile))
+        .routes(routes!(history))
 }
 
 /// Nested at `/v1/memory/extract`.
@@ -229,9 +231,13 @@ pub struct ContradictionsQuery {
 pub struct ContradictionPair {
     /// The newer fact.
     pub current: MemoryResponse,
-    /// The older fact it superseded (kept, out of search).
+    /// The older fact it superseded, or sets aside for now (kept, out of search).
     pub superseded: MemoryResponse,
+    /// When the older fact was superseded or set aside.
     pub superseded_at: Option<DateTime<Utc>>,
+    /// Only for a time-bound fact that sets the older one aside: when it ends and the
+    /// older fact is current again.
+    pub until: Option<DateTime<Utc>>,
     pub slot: Option<String>,
 }
 
@@ -240,7 +246,8 @@ pub struct ContradictionsResponse {
     pub contradictions: Vec<ContradictionPair>,
 }
 
-/// Pairs of a fact and the older fact it superseded, newest supersession first.
+/// Pairs of a fact and the older fact it superseded, and of a time-bound fact and the
+/// older one it sets aside while it is valid; newest first.
 #[utoipa::path(get, path = "/contradictions", tag = "graph",
     params(("collection" = String, Path), ContradictionsQuery),
     responses((status = 200, body = ContradictionsResponse), (status = 401, body = ErrorBody),
@@ -270,7 +277,8 @@ pub async fn contradictions(
             .map(|pair| ContradictionPair {
                 current: MemoryResponse::from(&*pair.current),
                 superseded: MemoryResponse::from(&*pair.superseded),
-                superseded_at: pair.superseded.superseded_at,
+                superseded_at: pair.since,
+                until: pair.until,
                 slot: pair.superseded.slot.clone(),
             })
             .collect(),
@@ -308,5 +316,88 @@ pub async fn profile(
         based_on: profile.based_on,
         generated_by: profile.generated_by.to_owned(),
         skipped: profile.skipped,
+    }))
+}
+
+/// One value a slot has had and when it was true.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HistoryEntry {
+    pub memory: MemoryResponse,
+    /// The slot's value as extracted.
+    pub value: Option<String>,
+    /// When it became true: when it was written.
+    pub valid_from: DateTime<Utc>,
+    /// When it stopped (or stops) being true for good: superseded or expired, whichever
+    /// comes first; null while neither is known.
+    pub valid_until: Option<DateTime<Utc>>,
+    pub superseded_at: Option<DateTime<Utc>>,
+    pub superseded_by: Option<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Times inside its validity when a time-bound value on the slot set it aside.
+    pub set_aside: Vec<SetAsideResponse>,
+    /// Whether it is current truth now.
+    pub current: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SetAsideResponse {
+    /// The time-bound memory that overrode it.
+    pub by: String,
+    pub from: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HistoryResponse {
+    /// The memory asked about.
+    pub memory_id: String,
+    /// Its slot; null for a memory without one (its history is itself).
+    pub slot: Option<String>,
+    /// Every value the slot has had, oldest first.
+    pub history: Vec<HistoryEntry>,
+}
+
+/// Every value the memory's slot has had (superseded, expired and set-aside ones
+/// included), oldest first, each with its validity interval.
+#[utoipa::path(get, path = "/memories/{memory_id}/history", tag = "graph",
+    params(("collection" = String, Path), ("memory_id" = String, Path)),
+    responses((status = 200, body = HistoryResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn history(
+    State(graph): State<Graph>,
+    State(authorizer): State<Authorizer>,
+    Authenticated(agent): Authenticated,
+    ApiPath((collection, memory_id)): ApiPath<(String, String)>,
+) -> ApiResult<Json<HistoryResponse>> {
+    let access = readable(&authorizer, &agent, &collection)?;
+    let history = graph.history(&access, &memory_id)?;
+    Ok(Json(HistoryResponse {
+        memory_id,
+        slot: history.slot,
+        history: history
+            .values
+            .iter()
+            .map(|(memory, current)| HistoryEntry {
+                memory: MemoryResponse::from(&**memory),
+                value: memory.value.clone(),
+                valid_from: memory.created_at,
+                valid_until: memory.valid_until(),
+                superseded_at: memory.superseded_at,
+                superseded_by: memory.superseded_by.clone(),
+                expires_at: memory.expires_at,
+                set_aside: memory
+                    .suspensions
+                    .iter()
+                    .map(|suspension| SetAsideResponse {
+                        by: suspension.by.clone(),
+                        from: suspension.from,
+                        until: suspension.until,
+                    })
+                    .collect(),
+                current: *current,
+            })
+            .collect(),
     }))
 }

@@ -249,12 +249,12 @@ pub struct HealthQuery {
     pub stale_days: Option<i64>,
 }
 
-/// Counts by state; every memory is in exactly one of current, archived, expired and
-/// superseded (`supersessions`).
+/// Counts by state; every memory is in exactly one of current, archived, expired,
+/// suspended and superseded (`supersessions`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct HealthCounts {
     pub total: u64,
-    /// Neither superseded, archived nor expired.
+    /// Neither superseded, archived, expired nor suspended.
     pub current: u64,
     pub archived: u64,
     /// Pinned memories, in any state.
@@ -263,6 +263,9 @@ pub struct HealthCounts {
     pub stale: u64,
     /// Past their validity (time-bound facts), not superseded or archived.
     pub expired: u64,
+    /// Set aside for now by a time-bound fact on their slot ("I live in Berlin" while "for
+    /// the next two weeks I'm staying in Paris" holds); current again when it ends.
+    pub suspended: u64,
     /// Memories superseded by a newer fact.
     pub supersessions: u64,
     /// Memories not superseded, by category.
@@ -281,6 +284,7 @@ impl HealthCounts {
             pinned: health.pinned,
             stale: health.stale,
             expired: health.expired,
+            suspended: health.suspended,
             supersessions: health.supersessions,
             categories: health.categories.clone(),
             needs_attention: health.needs_attention(),

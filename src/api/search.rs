@@ -78,10 +78,21 @@ pub struct SearchRequest {
     pub rerank: Option<bool>,
     /// Default false.
     pub include_archived: Option<bool>,
+    /// RFC 3339 timestamp: search what was true then instead of now (memories written by
+    /// then and not yet superseded, expired or set aside then, superseded ones included).
+    #[schema(format = DateTime, example = "2026-03-01T12:00:00Z")]
+    pub as_of: Option<String>,
+}
+
+/// A search request checked: the query, and the moment it is about (`None`: now).
+pub(crate) struct ValidSearch {
+    pub(crate) query: SearchQuery,
+    pub(crate) as_of: Option<DateTime<Utc>>,
 }
 
 impl SearchRequest {
-    pub(crate) fn validate(self) -> ApiResult<SearchQuery> {
+    pub(crate) fn validate(self) -> ApiResult<ValidSearch> {
+        let as_of = self.as_of.as_deref().map(validate_as_of).transpose()?;
         let text = validate_query(self.query)?;
         let limit = validate_limit(self.limit, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX)?;
         let min_score = validate_score(self.min_score, SEARCH_MIN_SCORE_DEFAULT)?;
@@ -90,7 +101,7 @@ impl SearchRequest {
             ModeParam::Vector => SearchMode::Vector,
             ModeParam::Text => SearchMode::Text,
         };
-        Ok(SearchQuery {
+        let query = SearchQuery {
             text,
             limit,
             min_score,
@@ -104,8 +115,20 @@ impl SearchRequest {
             rewrite: self.rewrite.unwrap_or(false),
             rerank: self.rerank.unwrap_or(false),
             fusion: FusionParams::default(),
-        })
+        };
+        Ok(ValidSearch { query, as_of })
     }
+}
+
+/// An RFC 3339 timestamp ("2026-03-01T12:00:00Z", "2026-03-01T13:00:00+01:00").
+fn validate_as_of(raw: &str) -> ApiResult<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(raw.trim())
+        .map(|at| at.with_timezone(&Utc))
+        .map_err(|error| {
+            ApiError::Validation(format!(
+                "as_of must be an RFC 3339 timestamp such as 2026-03-01T12:00:00Z, got {raw:?}: {error}"
+            ))
+        })
 }
 
 fn validate_query(query: String) -> ApiResult<String> {
@@ -230,9 +253,9 @@ impl SearchResponse {
     }
 }
 
-/// Searches one collection. Results exclude superseded and expired memories, and archived
-/// ones unless `include_archived`; an exact repeat is answered from cache until the
-/// collection changes.
+/// Searches one collection. Results exclude superseded, expired and set-aside memories,
+/// and archived ones unless `include_archived`; with `as_of`, what was true then. An exact
+/// repeat is answered from cache until the collection (or, by expiry, its truth) changes.
 #[utoipa::path(post, path = "/search", tag = "search",
     params(("collection" = String, Path)), request_body = SearchRequest,
     responses((status = 200, body = SearchResponse), (status = 401, body = ErrorBody),
@@ -247,12 +270,15 @@ pub async fn search_collection(
     ApiJson(request): ApiJson<SearchRequest>,
 ) -> ApiResult<Json<SearchResponse>> {
     let access = readable(&authorizer, &agent, &collection)?;
-    let query = request.validate()?;
-    let outcome = search.search(&agent, Some(&access), query).await?;
+    let request = request.validate()?;
+    let outcome = search
+        .search_as_of(&agent, Some(&access), request.query, request.as_of)
+        .await?;
     Ok(Json(SearchResponse::new(outcome, false)))
 }
 
-/// Searches every collection of the tenant; each result names its `collection`.
+/// Searches every collection of the tenant; each result names its `collection`. With
+/// `as_of`, what was true then.
 #[utoipa::path(post, path = "/search", tag = "search",
     request_body = SearchRequest,
     responses((status = 200, body = SearchResponse), (status = 401, body = ErrorBody),
@@ -263,8 +289,10 @@ pub async fn search_tenant(
     Authenticated(agent): Authenticated,
     ApiJson(request): ApiJson<SearchRequest>,
 ) -> ApiResult<Json<SearchResponse>> {
-    let query = request.validate()?;
-    let outcome = search.search(&agent, None, query).await?;
+    let request = request.validate()?;
+    let outcome = search
+        .search_as_of(&agent, None, request.query, request.as_of)
+        .await?;
     Ok(Json(SearchResponse::new(outcome, true)))
 }
 

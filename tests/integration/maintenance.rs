@@ -467,16 +467,24 @@ fn time_bound_facts_expire_with_the_clock() {
         200,
     );
     assert_eq!(body["created"], json!(2), "{body}");
+    // Said together, the stay sets the home aside until it ends.
     let before = health(&client, &collection, "");
     assert_eq!(
-        (before["current"].clone(), before["expired"].clone()),
-        (json!(2), json!(0))
+        (
+            before["current"].clone(),
+            before["suspended"].clone(),
+            before["expired"].clone()
+        ),
+        (json!(1), json!(1), json!(0))
     );
+    let summary = expect_status(client.get(&path(&collection, "summary")), 200);
+    assert_eq!(summary["based_on"], json!(1), "the stay only");
 
     clock.advance(Duration::days(8));
     let after = health(&client, &collection, "");
     assert_eq!(after["expired"], json!(1), "{after}");
-    assert_eq!(after["current"], json!(1));
+    assert_eq!(after["suspended"], json!(0), "{after}");
+    assert_eq!(after["current"], json!(1), "the home is current again");
     assert_eq!(after["needs_attention"], json!(1));
     let found = expect_status(
         client.post(
@@ -500,5 +508,9 @@ fn time_bound_facts_expire_with_the_clock() {
         summary["based_on"],
         json!(1),
         "expired facts are not summarised"
+    );
+    assert!(
+        summary["summary"].as_str().unwrap().contains("Lisbon"),
+        "a summary cached before the expiry is not served after it: {summary}"
     );
 }

@@ -43,5 +43,6 @@ pub use error::{Error, Result};
 pub use service::{
     AuditTrail, Authorizer, Collections, Contradiction, ExtractionLlmInput, ExtractionLlmView,
     Extractor, Graph, Keys, ListPage, Maintenance, Memories, Memvault, Operator, Profile, Proxy,
-    RememberInput, RememberOutcome, Search, ServiceConfig, Settings, SpendView, Tenants,
+    RememberInput, RememberOutcome, Search, ServiceConfig, Settings, SlotHistory, SpendView,
+    Tenants,
 };

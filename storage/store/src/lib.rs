@@ -40,7 +40,7 @@ pub use error::StorageError;
 pub use records::{
     ApiKeyRecord, CollectionName, CollectionRecord, CreatedBy, ExtractJobRecord,
     ExtractionLlmRecord, GrantRecord, JobState, MemoryRecord, RememberedFact, StoredMemory,
-    TenantId, TenantRecord, TenantSettings, UsageRow,
+    Suspension, TenantId, TenantRecord, TenantSettings, UsageRow,
 };
 pub use records::{AuditEntry, OutboxDelivery, WebhookRecord};
 pub use sled_store::SledStore;

@@ -222,6 +222,11 @@ pub struct MemoryRecord {
     /// When a time-bound fact stops being true.
     #[serde(default)]
     pub expires_at: Option<DateTime<Utc>>,
+    /// When a time-bound fact on the same slot set this one aside ("I live in Berlin"
+    /// while "for the next two weeks I'm staying in Paris" holds): not current then,
+    /// current again after. Oldest first; at most one is in force at a time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suspensions: Vec<Suspension>,
     /// The memory's key in its collection's search indexes, assigned by the collection
     /// actor; a new one on every re-embed, so keys only grow. 0 = not yet assigned.
     #[serde(default)]
@@ -258,9 +263,47 @@ impl MemoryRecord {
             slot: None,
             value: None,
             expires_at: None,
+            suspensions: Vec::new(),
             index_key: 0,
         }
     }
+
+    /// Whether a time-bound fact on the memory's slot sets it aside at `at`.
+    pub fn suspended_at(&self, at: DateTime<Utc>) -> bool {
+        self.suspensions
+            .iter()
+            .any(|suspension| suspension.from <= at && at < suspension.until)
+    }
+
+    /// The set-aside in force at `at`, if any.
+    pub fn suspension_at(&self, at: DateTime<Utc>) -> Option<&Suspension> {
+        self.suspensions
+            .iter()
+            .find(|suspension| suspension.from <= at && at < suspension.until)
+    }
+
+    /// When the memory stopped (or stops) being true for good: superseded or expired,
+    /// whichever comes first; `None` while neither is known.
+    pub fn valid_until(&self) -> Option<DateTime<Utc>> {
+        let superseded = self
+            .superseded_by
+            .as_ref()
+            .map(|_| self.superseded_at.unwrap_or(self.updated_at));
+        match (superseded, self.expires_at) {
+            (Some(superseded), Some(expires)) => Some(superseded.min(expires)),
+            (superseded, expires) => superseded.or(expires),
+        }
+    }
+}
+
+/// A time during which a memory was set aside by a time-bound memory on its slot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Suspension {
+    /// The time-bound memory that overrode this one.
+    pub by: String,
+    pub from: DateTime<Utc>,
+    /// When the override ended: its expiry, or the moment it was itself replaced.
+    pub until: DateTime<Utc>,
 }
 
 /// A tenant's own extraction LLM (bring-your-own); the key is sealed with the service's

@@ -120,6 +120,7 @@ pub fn sample_memory(id: &str, text: &str) -> StoredMemory {
             slot: None,
             value: None,
             expires_at: None,
+            suspensions: Vec::new(),
             index_key: 0,
         },
         embedding: (0..384).map(|index| index as f32 / 384.0 - 0.5).collect(),

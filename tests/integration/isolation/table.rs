@@ -176,6 +176,7 @@ pub(super) const TABLE: &[Entry] = &[
     entry("GET", "/v1/memory/collections/{collection}/memories", Access::CollectionRead, Shape::Collection, 200),
     entry("GET", "/v1/memory/collections/{collection}/memories/{memory_id}", Access::CollectionRead, Shape::Memory, 200),
     entry("GET", "/v1/memory/collections/{collection}/memories/{memory_id}/related", Access::CollectionRead, Shape::Memory, 200),
+    entry("GET", "/v1/memory/collections/{collection}/memories/{memory_id}/history", Access::CollectionRead, Shape::Memory, 200),
     entry("POST", "/v1/memory/collections/{collection}/search", Access::CollectionRead, Shape::Collection, 200),
     entry("GET", "/v1/memory/collections/{collection}/health", Access::CollectionProbe, Shape::Collection, 200),
     entry("GET", "/v1/memory/collections/{collection}/summary", Access::CollectionProbe, Shape::Collection, 200),

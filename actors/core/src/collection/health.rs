@@ -2,8 +2,9 @@
 //! update maintains, so a health read never scans the memories.
 //!
 //! Every memory is in exactly one state: superseded (replaced by a newer fact), archived,
-//! expired (its validity ended) or current. `pinned` is counted across all states. A memory
-//! is stale when it is current, not pinned and not updated for `stale_days`.
+//! expired (its validity ended), suspended (set aside for now by a time-bound fact on its
+//! slot) or current. `pinned` is counted across all states. A memory is stale when it is
+//! current, not pinned and not updated for `stale_days`.
 
 use std::collections::BTreeMap;
 
@@ -40,6 +41,8 @@ pub struct CollectionHealth {
     pub pinned: u64,
     pub stale: u64,
     pub expired: u64,
+    /// Set aside for now by a time-bound fact on their slot; current again when it ends.
+    pub suspended: u64,
     pub supersessions: u64,
     /// Memories not superseded, by category.
     pub categories: BTreeMap<String, u64>,
@@ -59,6 +62,7 @@ impl CollectionHealth {
         self.pinned += other.pinned;
         self.stale += other.stale;
         self.expired += other.expired;
+        self.suspended += other.suspended;
         self.supersessions += other.supersessions;
         for (category, count) in &other.categories {
             *self.categories.entry(category.clone()).or_default() += count;
@@ -160,7 +164,7 @@ pub fn stale_cutoff(now: DateTime<Utc>, stale_days: u32) -> DateTime<Utc> {
 
 impl CollectionSnapshot {
     /// The collection's health at `now`, from the counters: O(days with updates +
-    /// expired memories + memories updated on the cutoff's day).
+    /// expired memories + set-asides not yet over + memories updated on the cutoff's day).
     pub fn health(&self, now: DateTime<Utc>, stale_days: u32) -> CollectionHealth {
         let counters = &self.health;
         let cutoff = stale_cutoff(now, stale_days);
@@ -178,12 +182,21 @@ impl CollectionSnapshot {
                 }
             }
         }
+        let mut suspended = 0u64;
+        let mut suspended_and_old = 0u64;
+        for memory in self.set_aside_at(now).filter(|memory| !memory.archived) {
+            suspended += 1;
+            if can_go_stale(memory) && memory.updated_at < cutoff {
+                suspended_and_old += 1;
+            }
+        }
         let total = self.memories.len() as u64;
         let supersessions = self.superseded.len() as u64;
         let current = total
             .saturating_sub(supersessions)
             .saturating_sub(counters.archived)
-            .saturating_sub(expired);
+            .saturating_sub(expired)
+            .saturating_sub(suspended);
         CollectionHealth {
             total,
             current,
@@ -191,8 +204,10 @@ impl CollectionSnapshot {
             pinned: counters.pinned,
             stale: counters
                 .touched_before(cutoff)
-                .saturating_sub(expired_and_old),
+                .saturating_sub(expired_and_old)
+                .saturating_sub(suspended_and_old),
             expired,
+            suspended,
             supersessions,
             categories: counters
                 .categories
@@ -226,6 +241,7 @@ pub fn recount(
         pinned: 0,
         stale: 0,
         expired: 0,
+        suspended: 0,
         supersessions: 0,
         categories: BTreeMap::new(),
     };
@@ -245,6 +261,8 @@ pub fn recount(
             health.archived += 1;
         } else if is_expired(memory.expires_at, now) {
             health.expired += 1;
+        } else if memory.suspended_at(now) {
+            health.suspended += 1;
         } else {
             health.current += 1;
             if !memory.pinned && memory.updated_at < cutoff {
@@ -279,6 +297,8 @@ mod tests {
         /// Hours after `base`.
         updated: u16,
         expires: Option<u16>,
+        /// Set aside from `base` for this many hours.
+        suspended: Option<u16>,
     }
 
     fn record(shape: &Shape) -> Arc<MemoryRecord> {
@@ -308,6 +328,15 @@ mod tests {
             expires_at: shape
                 .expires
                 .map(|hours| base() + Duration::hours(i64::from(hours))),
+            suspensions: shape
+                .suspended
+                .map(|hours| memvault_storage::Suspension {
+                    by: "override".to_owned(),
+                    from: base(),
+                    until: base() + Duration::hours(i64::from(hours)),
+                })
+                .into_iter()
+                .collect(),
             index_key: u64::from(shape.id) + 1,
         })
     }
@@ -327,9 +356,10 @@ mod tests {
             prop::bool::weighted(0.2),
             0..2000u16,
             prop::option::of(0..2000u16),
+            prop::option::weighted(0.3, 0..2500u16),
         )
             .prop_map(
-                |(id, category, pinned, archived, superseded, updated, expires)| Shape {
+                |(id, category, pinned, archived, superseded, updated, expires, suspended)| Shape {
                     id,
                     category,
                     pinned,
@@ -337,6 +367,7 @@ mod tests {
                     superseded,
                     updated,
                     expires,
+                    suspended,
                 },
             );
         prop_oneof![4 => shape.prop_map(Step::Put), 1 => (0..24u8).prop_map(Step::Remove)]
@@ -363,7 +394,7 @@ mod tests {
             let expected = recount(&memories, now, stale_days);
             let actual = snapshot.health(now, stale_days);
             prop_assert_eq!(&actual, &expected);
-            prop_assert_eq!(actual.current + actual.archived + actual.expired + actual.supersessions, actual.total);
+            prop_assert_eq!(actual.current + actual.archived + actual.expired + actual.suspended + actual.supersessions, actual.total);
             let cutoff = stale_cutoff(now, stale_days);
             let mut stale_ids: Vec<&String> = snapshot.stale_ids(cutoff).collect();
             let mut brute: Vec<&String> = memories
@@ -392,6 +423,7 @@ mod tests {
             superseded: false,
             updated: 0,
             expires: None,
+            suspended: None,
         };
         snapshot.insert(record(&shape));
         assert_eq!(snapshot.health(base(), 0).stale, 0, "not older than now");

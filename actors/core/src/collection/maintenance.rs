@@ -111,11 +111,14 @@ pub(super) async fn dedup(
     );
     blocking(move || store.delete_memories(&tenant, &name, &ids)).await?;
     let mut keys = Vec::with_capacity(doomed.len());
+    let mut removed = Vec::with_capacity(doomed.len());
     for id in &doomed {
-        if let Some(removed) = state.take_current(id) {
-            keys.push(removed.index_key);
+        if let Some(memory) = state.take_current(id) {
+            keys.push(memory.index_key);
+            removed.push(memory);
         }
     }
+    state.release_set_asides(&removed).await?;
     state.publish();
     state
         .index(move |indexes| keys.iter().try_for_each(|key| indexes.remove(*key)))

@@ -22,7 +22,7 @@ mod messages;
 mod remember;
 mod state;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,7 +34,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 pub use health::{recount, stale_cutoff, CollectionHealth};
 pub use messages::CollectionMessage;
-pub use remember::{decide, Decision, IncomingFact, Target};
+pub use remember::{apply_changes, decide, stored_targets, Change, Decision, IncomingFact, Target};
 pub use state::{CollectionHandle, CollectionSnapshot};
 
 use crate::call::blocking;
@@ -163,6 +163,65 @@ impl CollectionState {
 }
 
 impl CollectionState {
+    /// Forgets the set-asides made by memories that are gone (deleted): a time-bound
+    /// fact that is deleted no longer hides the value under it, at any time. A second
+    /// store write after the delete; if it is lost, the value comes back when the deleted
+    /// override would have ended.
+    async fn release_set_asides(&mut self, removed: &[Arc<MemoryRecord>]) -> Result<()> {
+        let gone: HashSet<&str> = removed.iter().map(|memory| memory.id.as_str()).collect();
+        let ids: Vec<String> = removed
+            .iter()
+            .filter_map(|memory| memory.slot.as_deref())
+            .flat_map(|slot| self.current.slot_history(slot))
+            .filter(|memory| {
+                memory
+                    .suspensions
+                    .iter()
+                    .any(|suspension| gone.contains(suspension.by.as_str()))
+            })
+            .map(|memory| memory.id.clone())
+            .collect::<HashSet<String>>()
+            .into_iter()
+            .collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let (store, tenant, name) = (
+            self.store.clone(),
+            self.tenant().clone(),
+            self.name().clone(),
+        );
+        let loaded = blocking(move || {
+            ids.iter()
+                .map(|id| Ok((id.clone(), store.memory(&tenant, &name, id)?)))
+                .collect::<memvault_storage::error::Result<Vec<_>>>()
+        })
+        .await?;
+        let mut changed = Vec::with_capacity(loaded.len());
+        for (id, memory) in loaded {
+            let mut memory = memory.ok_or(Error::MemoryNotInStore(id))?;
+            memory
+                .record
+                .suspensions
+                .retain(|suspension| !gone.contains(suspension.by.as_str()));
+            changed.push(memory);
+        }
+        let records: Vec<Arc<MemoryRecord>> = changed
+            .iter()
+            .map(|memory| Arc::new(memory.record.clone()))
+            .collect();
+        let (store, tenant, name) = (
+            self.store.clone(),
+            self.tenant().clone(),
+            self.name().clone(),
+        );
+        blocking(move || store.put_memories(&tenant, &name, &changed)).await?;
+        for record in records {
+            self.put_current(record);
+        }
+        Ok(())
+    }
+
     /// Adds freshly written memories to both indexes.
     async fn index_new(&mut self, memories: Arc<Vec<StoredMemory>>) {
         self.index(move |indexes| {
@@ -554,6 +613,7 @@ async fn delete(state: &mut CollectionState, id: String) -> Result<()> {
     if let Some(removed) = state.take_current(&id) {
         let key = removed.index_key;
         state.index(move |indexes| indexes.remove(key)).await;
+        state.release_set_asides(&[removed]).await?;
     }
     state.publish();
     Ok(())
@@ -589,8 +649,8 @@ async fn adopt(
     Ok(record)
 }
 
-/// Carries out [`decide`]'s decisions: new facts and the memories they supersede are
-/// written in one atomic store batch, then indexed and published.
+/// Carries out [`decide`]'s decisions: new facts and the memories they supersede or set
+/// aside are written in one atomic store batch, then indexed and published.
 async fn remember(
     state: &mut CollectionState,
     facts: Vec<IncomingFact>,
@@ -599,10 +659,11 @@ async fn remember(
     now: DateTime<Utc>,
 ) -> Result<Vec<RememberedFact>> {
     let decisions = decide(&state.current, &facts, now);
-    let mut fresh: Vec<Option<StoredMemory>> = Vec::with_capacity(facts.len());
-    for (fact, decision) in facts.iter().zip(&decisions) {
-        fresh.push(decision.stores().then(|| StoredMemory {
-            record: MemoryRecord {
+    let mut records: Vec<Option<MemoryRecord>> = facts
+        .iter()
+        .zip(&decisions)
+        .map(|(fact, decision)| {
+            decision.stores().then(|| MemoryRecord {
                 slot: fact.slot.clone(),
                 value: Some(fact.value.clone()),
                 expires_at: fact.valid_until,
@@ -614,43 +675,48 @@ async fn remember(
                     created_by.clone(),
                     now,
                 )
-            },
-            embedding: fact.embedding.clone(),
-        }));
+            })
+        })
+        .collect();
+    let target_ids = stored_targets(&decisions);
+    let (store, tenant, name, ids) = (
+        state.store.clone(),
+        state.tenant().clone(),
+        state.name().clone(),
+        target_ids.clone(),
+    );
+    let loaded = blocking(move || {
+        ids.iter()
+            .map(|id| Ok((id.clone(), store.memory(&tenant, &name, id)?)))
+            .collect::<memvault_storage::error::Result<Vec<_>>>()
+    })
+    .await?;
+    let mut embeddings: HashMap<String, Vec<f32>> = HashMap::new();
+    let mut targets: HashMap<String, MemoryRecord> = HashMap::new();
+    for (id, memory) in loaded {
+        let memory = memory.ok_or_else(|| Error::MemoryNotInStore(id.clone()))?;
+        embeddings.insert(id.clone(), memory.embedding);
+        targets.insert(id, memory.record);
     }
-    let mut superseded = Vec::new();
-    for (index, decision) in decisions.iter().enumerate() {
-        let Decision::Updated { supersedes } = decision else {
-            continue;
-        };
-        let successor = fresh[index]
-            .as_ref()
-            .map(|memory| memory.record.id.clone())
-            .unwrap_or_default();
-        match supersedes {
-            Target::Batch(earlier) => {
-                if let Some(old) = fresh[*earlier].as_mut() {
-                    old.record.superseded_by = Some(successor);
-                    old.record.superseded_at = Some(now);
-                }
-            }
-            Target::Stored(id) => {
-                let (store, tenant, name, key) = (
-                    state.store.clone(),
-                    state.tenant().clone(),
-                    state.name().clone(),
-                    id.clone(),
-                );
-                let Some(mut old) = blocking(move || store.memory(&tenant, &name, &key)).await?
-                else {
-                    return Err(Error::MemoryNotInStore(id.clone()));
-                };
-                old.record.superseded_by = Some(successor);
-                old.record.superseded_at = Some(now);
-                superseded.push(old);
-            }
-        }
-    }
+    apply_changes(&decisions, &facts, &mut records, &mut targets, now);
+    let fresh: Vec<Option<StoredMemory>> = records
+        .into_iter()
+        .zip(&facts)
+        .map(|(record, fact)| {
+            record.map(|record| StoredMemory {
+                record,
+                embedding: fact.embedding.clone(),
+            })
+        })
+        .collect();
+    let changed: Vec<StoredMemory> = target_ids
+        .iter()
+        .filter_map(|id| {
+            let record = targets.remove(id)?;
+            let embedding = embeddings.remove(id).unwrap_or_default();
+            Some(StoredMemory { record, embedding })
+        })
+        .collect();
     let mut created: Vec<StoredMemory> = fresh.iter().flatten().cloned().collect();
     for memory in &mut created {
         memory.record.index_key = state.next_key();
@@ -660,7 +726,7 @@ async fn remember(
         .map(|memory| memory.as_ref().map(|memory| memory.record.id.clone()))
         .collect();
     let mut writes = created.clone();
-    writes.extend(superseded.iter().cloned());
+    writes.extend(changed.iter().cloned());
     if !writes.is_empty() {
         let (store, tenant, name) = (
             state.store.clone(),
@@ -672,7 +738,7 @@ async fn remember(
     if !created.is_empty() {
         state.index_new(Arc::new(created.clone())).await;
     }
-    for memory in superseded.into_iter().chain(created) {
+    for memory in changed.into_iter().chain(created) {
         state.put_current(Arc::new(memory.record));
     }
     if decisions.iter().any(Decision::stores) {

@@ -38,9 +38,19 @@ pub struct CollectionSnapshot {
     /// Index key to memory, for search candidates; only current keys are here, so a stale
     /// key left in an index never resolves.
     pub keys: imbl::HashMap<u64, Arc<MemoryRecord>>,
-    /// Slot → id of the memory that holds it: the one fact on that slot not superseded
-    /// (it may have expired; readers check).
-    pub slots: imbl::HashMap<String, String>,
+    /// Slot → (created_at, id) of the memories on it not superseded: its value, and any
+    /// time-bound values over it that set it aside for a while (they may have expired;
+    /// readers check).
+    pub slots: imbl::HashMap<String, imbl::OrdSet<(DateTime<Utc>, String)>>,
+    /// Slot → (created_at, id) of every memory that ever held it, superseded ones
+    /// included: the slot's history.
+    pub slot_history: imbl::HashMap<String, imbl::OrdSet<(DateTime<Utc>, String)>>,
+    /// (until, id) of every set-aside of a memory not superseded: who is set aside now,
+    /// for contradictions and health.
+    pub set_aside: imbl::OrdSet<(DateTime<Utc>, String)>,
+    /// (when, id) of every moment a memory's truth changes by itself (an expiry, the end
+    /// of a set-aside): an answer computed before the next one stays right until then.
+    pub boundaries: imbl::OrdSet<(DateTime<Utc>, String)>,
     /// (fingerprint of the normalized text, id) of every memory not superseded, to find
     /// an identical fact without a scan.
     pub fingerprints: imbl::OrdSet<(u64, String)>,
@@ -50,6 +60,15 @@ pub struct CollectionSnapshot {
     pub health: HealthCounters,
     /// Bumped on every write; caches keyed by it go stale when the collection changes.
     pub version: u64,
+}
+
+/// When a memory's truth changes with no write: its expiry, and the end of each
+/// set-aside.
+fn time_boundaries(memory: &MemoryRecord) -> impl Iterator<Item = DateTime<Utc>> + '_ {
+    memory
+        .expires_at
+        .into_iter()
+        .chain(memory.suspensions.iter().map(|suspension| suspension.until))
 }
 
 /// A stable-in-process fingerprint of a text's words, case and punctuation ignored.
@@ -81,10 +100,23 @@ impl CollectionSnapshot {
         }
         self.order.insert(list_key(&memory), memory.id.clone());
         self.keys.insert(memory.index_key, memory.clone());
+        let entry = (memory.created_at, memory.id.clone());
+        if let Some(slot) = &memory.slot {
+            self.slot_history
+                .entry(slot.clone())
+                .or_default()
+                .insert(entry.clone());
+        }
+        for at in time_boundaries(&memory) {
+            self.boundaries.insert((at, memory.id.clone()));
+        }
         match (&memory.superseded_by, memory.superseded_at) {
             (None, _) => {
                 if let Some(slot) = &memory.slot {
-                    self.slots.insert(slot.clone(), memory.id.clone());
+                    self.slots.entry(slot.clone()).or_default().insert(entry);
+                }
+                for suspension in &memory.suspensions {
+                    self.set_aside.insert((suspension.until, memory.id.clone()));
                 }
                 self.fingerprints
                     .insert((text_fingerprint(&memory.text), memory.id.clone()));
@@ -109,9 +141,22 @@ impl CollectionSnapshot {
         self.order.remove(&list_key(memory));
         self.keys.remove(&memory.index_key);
         if let Some(slot) = &memory.slot {
-            if self.slots.get(slot) == Some(&memory.id) {
-                self.slots.remove(slot);
+            let entry = (memory.created_at, memory.id.clone());
+            for index in [&mut self.slots, &mut self.slot_history] {
+                if let Some(members) = index.get_mut(slot) {
+                    members.remove(&entry);
+                    if members.is_empty() {
+                        index.remove(slot);
+                    }
+                }
             }
+        }
+        for at in time_boundaries(memory) {
+            self.boundaries.remove(&(at, memory.id.clone()));
+        }
+        for suspension in &memory.suspensions {
+            self.set_aside
+                .remove(&(suspension.until, memory.id.clone()));
         }
         self.fingerprints
             .remove(&(text_fingerprint(&memory.text), memory.id.clone()));
@@ -120,9 +165,61 @@ impl CollectionSnapshot {
         self.health.remove(memory);
     }
 
-    /// The memory that holds a slot, if any (current or expired, never superseded).
-    pub fn slot_holder(&self, slot: &str) -> Option<&Arc<MemoryRecord>> {
-        self.slots.get(slot).and_then(|id| self.memories.get(id))
+    /// The memories on a slot not superseded, oldest first: its value and the time-bound
+    /// values over it (current, set aside or expired).
+    pub fn slot_holders(&self, slot: &str) -> impl Iterator<Item = &Arc<MemoryRecord>> + '_ {
+        self.members(&self.slots, slot)
+    }
+
+    /// Every memory that has held a slot, oldest first, superseded ones included.
+    pub fn slot_history(&self, slot: &str) -> impl Iterator<Item = &Arc<MemoryRecord>> + '_ {
+        self.members(&self.slot_history, slot)
+    }
+
+    /// The memory that holds a slot at `now`: the one on it that is current, if any.
+    pub fn current_holder(&self, slot: &str, now: DateTime<Utc>) -> Option<&Arc<MemoryRecord>> {
+        self.slot_holders(slot)
+            .filter(|memory| memvault_index::search::filter::is_current(memory, now))
+            .last()
+    }
+
+    fn members<'s>(
+        &'s self,
+        index: &'s imbl::HashMap<String, imbl::OrdSet<(DateTime<Utc>, String)>>,
+        slot: &str,
+    ) -> impl Iterator<Item = &'s Arc<MemoryRecord>> + 's {
+        index
+            .get(slot)
+            .into_iter()
+            .flat_map(|members| members.iter())
+            .filter_map(|(_, id)| self.memories.get(id))
+    }
+
+    /// The first moment after `now` at which a memory's truth changes by itself (an
+    /// expiry or the end of a set-aside), if any.
+    pub fn next_boundary(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.boundaries
+            .range((now, String::new())..)
+            .map(|(at, _)| *at)
+            .find(|at| *at > now)
+    }
+
+    /// The memories set aside at `now` by a time-bound memory on their slot, with the
+    /// set-aside in force (archived ones included).
+    pub fn set_aside_at(
+        &self,
+        now: DateTime<Utc>,
+    ) -> impl Iterator<Item = &Arc<MemoryRecord>> + '_ {
+        let mut seen = std::collections::HashSet::new();
+        self.set_aside
+            .range((now, String::new())..)
+            .filter(move |(_, id)| seen.insert(id.clone()))
+            .filter_map(|(_, id)| self.memories.get(id))
+            .filter(move |memory| {
+                memory.superseded_by.is_none()
+                    && memory.expires_at.is_none_or(|expiry| expiry > now)
+                    && memory.suspended_at(now)
+            })
     }
 
     /// Memories not superseded whose text has the same words as `text`.
@@ -234,6 +331,7 @@ mod tests {
             slot: None,
             value: None,
             expires_at: None,
+            suspensions: Vec::new(),
             index_key: u64::from(id),
         })
     }

@@ -28,5 +28,8 @@ pub struct CollectionSummary {
 pub struct CachedSummary {
     pub version: u64,
     pub limit: usize,
+    /// The next moment a memory's truth changes by itself (an expiry, the end of a
+    /// set-aside): the summary is stale from then on.
+    pub until: Option<chrono::DateTime<chrono::Utc>>,
     pub summary: Arc<CollectionSummary>,
 }

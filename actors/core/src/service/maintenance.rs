@@ -125,8 +125,8 @@ impl Maintenance {
 
     /// The collection's summary over its top `limit` memories by importance and recency:
     /// one LLM call when an LLM serves the tenant, else extractive. Cached until the
-    /// collection changes. `None` when the collection does not exist; never an error
-    /// otherwise.
+    /// collection changes, or a memory expires or comes back from a set-aside. `None` when
+    /// the collection does not exist; never an error otherwise.
     pub async fn summary(
         &self,
         access: &CollectionAccess<Read>,
@@ -139,12 +139,13 @@ impl Maintenance {
             Err(error) => return Err(error),
         };
         let snapshot = handle.snapshot();
+        let now = self.root.now();
         if let Some(cached) = handle.summary.load_full() {
-            if cached.version == snapshot.version && cached.limit == limit {
+            let in_time = cached.until.is_none_or(|until| now < until);
+            if cached.version == snapshot.version && cached.limit == limit && in_time {
                 return Ok(Some(cached.summary.clone()));
             }
         }
-        let now = self.root.now();
         let top = top_memories(&snapshot, now, limit);
         let (summary, cacheable) = self.write_summary(tenant, collection, &top, now).await;
         let summary = Arc::new(summary);
@@ -152,6 +153,7 @@ impl Maintenance {
             handle.summary.store(Some(Arc::new(CachedSummary {
                 version: snapshot.version,
                 limit,
+                until: snapshot.next_boundary(now),
                 summary: summary.clone(),
             })));
         }

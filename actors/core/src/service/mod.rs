@@ -38,7 +38,9 @@ pub use maintenance::{Maintenance, ServiceHealth};
 pub use memories::{ListPage, Memories};
 pub use operator::{Operator, OperatorUsage, PurposeUsage, Signups};
 pub use proxy::Proxy;
-pub use remember::{Contradiction, Extractor, Graph, Profile, RememberInput, RememberOutcome};
+pub use remember::{
+    Contradiction, Extractor, Graph, Profile, RememberInput, RememberOutcome, SlotHistory,
+};
 pub use search::Search;
 pub use settings::{ExtractionLlmInput, ExtractionLlmView, Settings, SpendView};
 pub use tenants::{BootstrapOutcome, NewTenant, TenantStats, Tenants};

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use memvault_storage::{
     CollectionName, CreatedBy, ExtractJobRecord, JobState, MemoryRecord, TenantId,
 };
@@ -19,11 +20,16 @@ use memvault_extract::ExtractedFact;
 use memvault_index::search::filter::is_current;
 use memvault_types::limits::{DEFAULT_IMPORTANCE, PROFILE_MAX_FACTS};
 
-/// One pair of the contradictions list: a fact and the older one it superseded.
+/// One pair of the contradictions list: a fact and the older one it superseded, or the
+/// time-bound fact that sets an older one aside for now.
 #[derive(Debug, Clone)]
 pub struct Contradiction {
     pub current: Arc<MemoryRecord>,
     pub superseded: Arc<MemoryRecord>,
+    /// When the older fact was replaced or set aside.
+    pub since: Option<DateTime<Utc>>,
+    /// For a set-aside: when it ends and the older fact is current again.
+    pub until: Option<DateTime<Utc>>,
 }
 
 impl Contradiction {
@@ -36,10 +42,37 @@ impl Contradiction {
             .get(superseded.superseded_by.as_deref()?)?
             .clone();
         Some(Contradiction {
+            since: superseded.superseded_at,
+            until: None,
             current,
             superseded,
         })
     }
+
+    /// The pair for a memory set aside at `now`, when its override is still there.
+    fn set_aside(
+        snapshot: &CollectionSnapshot,
+        memory: &Arc<MemoryRecord>,
+        now: DateTime<Utc>,
+    ) -> Option<Self> {
+        let suspension = memory.suspension_at(now)?;
+        let current = snapshot.memories.get(&suspension.by)?.clone();
+        Some(Contradiction {
+            since: Some(suspension.from),
+            until: Some(suspension.until),
+            current,
+            superseded: memory.clone(),
+        })
+    }
+}
+
+/// Every value a memory's slot has had, oldest first.
+#[derive(Debug, Clone)]
+pub struct SlotHistory {
+    /// `None` for a memory without a slot: its history is itself.
+    pub slot: Option<String>,
+    /// Each value, with whether it is current truth now.
+    pub values: Vec<(Arc<MemoryRecord>, bool)>,
 }
 
 #[derive(Debug, Clone)]
@@ -239,7 +272,8 @@ impl Graph {
         Ok(facts)
     }
 
-    /// Pairs of a fact and the one it superseded, newest supersession first.
+    /// Pairs of a fact and the one it superseded, and of a time-bound fact and the one it
+    /// sets aside for now; newest first.
     pub fn contradictions(
         &self,
         access: &CollectionAccess<Read>,
@@ -251,13 +285,60 @@ impl Graph {
             .collection_entry(tenant, collection)?
             .handle
             .snapshot();
-        Ok(snapshot
-            .superseded
-            .iter()
-            .rev()
-            .filter_map(|(_, id)| Contradiction::of(&snapshot, id))
-            .take(limit)
-            .collect())
+        let now = self.root.now();
+        let mut pairs: Vec<Contradiction> = snapshot
+            .set_aside_at(now)
+            .filter_map(|memory| Contradiction::set_aside(&snapshot, memory, now))
+            .collect();
+        pairs.extend(
+            snapshot
+                .superseded
+                .iter()
+                .rev()
+                .filter_map(|(_, id)| Contradiction::of(&snapshot, id))
+                .take(limit),
+        );
+        pairs.sort_by(|a, b| {
+            b.since
+                .cmp(&a.since)
+                .then_with(|| b.superseded.id.cmp(&a.superseded.id))
+        });
+        pairs.truncate(limit);
+        Ok(pairs)
+    }
+
+    /// Every value the slot of memory `id` has had, oldest first (superseded, expired and
+    /// set-aside ones included), each with whether it is current now.
+    pub fn history(&self, access: &CollectionAccess<Read>, id: &str) -> Result<SlotHistory> {
+        let (tenant, collection) = (access.tenant(), access.collection());
+        let snapshot = self
+            .root
+            .collection_entry(tenant, collection)?
+            .handle
+            .snapshot();
+        let memory = snapshot
+            .memories
+            .get(id)
+            .cloned()
+            .ok_or_else(|| Error::MemoryNotFound {
+                collection: collection.clone(),
+                id: id.to_owned(),
+            })?;
+        let now = self.root.now();
+        let values: Vec<Arc<MemoryRecord>> = match &memory.slot {
+            Some(slot) => snapshot.slot_history(slot).cloned().collect(),
+            None => vec![memory.clone()],
+        };
+        Ok(SlotHistory {
+            slot: memory.slot.clone(),
+            values: values
+                .into_iter()
+                .map(|memory| {
+                    let current = is_current(&memory, now);
+                    (memory, current)
+                })
+                .collect(),
+        })
     }
 
     /// What the collection knows about its user: current, unexpired, unarchived facts and

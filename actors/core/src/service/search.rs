@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use chrono::{DateTime, Utc};
 use memvault_storage::{CollectionName, MemoryRecord, TenantId};
 
 use super::access::{CollectionAccess, Read, Write};
@@ -49,10 +50,25 @@ impl Search {
         scope: Option<&CollectionAccess<Read>>,
         query: SearchQuery,
     ) -> Result<SearchOutcome> {
+        self.search_as_of(agent, scope, query, None).await
+    }
+
+    /// [`Self::search`] over what was true at `as_of` (`None`: now): memories written by
+    /// then and not yet superseded, expired or set aside then, superseded ones included.
+    pub async fn search_as_of(
+        &self,
+        agent: &Agent,
+        scope: Option<&CollectionAccess<Read>>,
+        query: SearchQuery,
+        as_of: Option<DateTime<Utc>>,
+    ) -> Result<SearchOutcome> {
         let scope = scope.map(CollectionAccess::collection);
         let started = Instant::now();
         let tenant = &agent.tenant_id;
         let targets = self.search_targets(agent, scope)?;
+        // The moment the answer is about; a cached answer holds until a memory's truth
+        // changes by itself after it (an expiry, the end of a set-aside).
+        let at = as_of.unwrap_or_else(|| self.root.now());
         let choice = if query.rewrite || query.rerank {
             Some(self.root.llm_for(tenant, Purpose::Rewrite).await?)
         } else {
@@ -63,7 +79,7 @@ impl Search {
             (Some(choice), None) => skipped_steps(&query, &choice.absence().unwrap_or_default()),
             _ => Vec::new(),
         };
-        let key = cache_key(tenant, scope, &targets, &query);
+        let key = cache_key(tenant, scope, &targets, &query, at, as_of.is_some());
         let metrics = &self.root.inner.metrics;
         let cache_started = Instant::now();
         let cached = self.root.inner.caches.results(key);
@@ -110,7 +126,6 @@ impl Search {
         let search_started = Instant::now();
         let candidates = query.limit;
         let rerank_text = query.text.clone();
-        let now = self.root.now();
         let mut hits =
             tokio::task::spawn_blocking(move || -> Result<Vec<SearchHit>, IndexError> {
                 let mut hits = Vec::new();
@@ -120,7 +135,7 @@ impl Search {
                         &target.indexes,
                         &query,
                         vector.as_deref().map(Vec::as_slice),
-                        now,
+                        at,
                     )?;
                     hits.extend(found.into_iter().map(|(memory, score)| SearchHit {
                         memory,
@@ -427,18 +442,27 @@ fn skipped_steps(query: &SearchQuery, reason: &str) -> Vec<Skipped> {
         .collect()
 }
 
-/// Every input of the answer: the request, and the identity and version of each collection
-/// searched.
+/// Every input of the answer: the request, the moment it is about (for a search of now:
+/// the next moment a memory's truth changes by itself), and the identity and version of
+/// each collection searched.
 fn cache_key(
     tenant: &TenantId,
     scope: Option<&CollectionName>,
     targets: &[Target],
     query: &SearchQuery,
+    at: DateTime<Utc>,
+    as_of: bool,
 ) -> u64 {
-    let versions: Vec<(u64, u64)> = targets
+    let versions: Vec<(u64, u64, Option<DateTime<Utc>>)> = targets
         .iter()
-        .map(|target| (target.handle.id, target.snapshot.version))
+        .map(|target| {
+            let boundary = (!as_of)
+                .then(|| target.snapshot.next_boundary(at))
+                .flatten();
+            (target.handle.id, target.snapshot.version, boundary)
+        })
         .collect();
+    let as_of = as_of.then_some(at);
     let filter = &query.filter;
     let metadata = filter
         .metadata
@@ -453,6 +477,7 @@ fn cache_key(
         query.min_score.to_bits(),
         query.mode,
         query.fusion,
+        as_of,
         (query.rewrite, query.rerank),
         (
             &filter.category,

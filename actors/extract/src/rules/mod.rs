@@ -172,11 +172,19 @@ fn stands_alone(
         When::Event(period) => period.first_day().is_some_and(|day| day > context.today),
         _ => false,
     });
-    if plans_ahead && !found.iter().all(|found| found.value_has_dates) {
+    if plans_ahead
+        && !found
+            .iter()
+            .all(|found| found.value_has_dates || found.dates_are_value)
+    {
         // "I'm in Paris tomorrow": a plan, not a current fact.
         return false;
     }
-    if clause_count > 1 && found.iter().any(|found| found.slot.is_none()) {
+    if clause_count > 1
+        && found
+            .iter()
+            .any(|found| found.slot.is_none() && found.bounded_slot.is_none())
+    {
         // "... and I love it": without a slot, a part needs its whole sentence.
         return false;
     }
@@ -195,7 +203,12 @@ fn clause_fact(
         _ => None,
     });
     let clause_until = validity_of(clause_phrases);
-    let valid_until = clause_until.or(sentence_until).or(current);
+    let valid_until = if found.dates_are_value {
+        None // "postponed until March 10" says when, not until when
+    } else {
+        clause_until.or(sentence_until).or(current)
+    };
+    let slot = found.slot_for(valid_until.is_some());
     let text = match found.text {
         Some(text) => text,
         None => view.text(|phrase| match phrase.when {
@@ -213,7 +226,7 @@ fn clause_fact(
         }),
     };
     // An unslotted fact's value is its text.
-    let value = if found.value.is_empty() || found.slot.is_none() {
+    let value = if found.value.is_empty() || slot.is_none() {
         text.clone()
     } else {
         found.value
@@ -221,7 +234,7 @@ fn clause_fact(
     ExtractedFact {
         kind: found.kind,
         text,
-        slot: found.slot,
+        slot,
         value,
         valid_until,
     }

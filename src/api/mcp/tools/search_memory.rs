@@ -71,7 +71,7 @@ impl Tool for SearchMemory {
         let outcome = context
             .state
             .search
-            .search(context.agent, scope.as_ref(), query)
+            .search_as_of(context.agent, scope.as_ref(), query.query, query.as_of)
             .await?;
         Ok(SearchMemoryOutput {
             results: outcome.hits.iter().map(ToolHit::from).collect(),

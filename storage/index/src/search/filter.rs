@@ -4,8 +4,9 @@ use chrono::{DateTime, Utc};
 use memvault_storage::MemoryRecord;
 use serde_json::{Map, Value};
 
-/// The request's filters. Superseded and expired memories are never eligible; archived
-/// ones only with `include_archived`.
+/// The request's filters. Only memories true at the search's moment are eligible (not
+/// superseded, expired or set aside then; see [`valid_at`]); archived ones only with
+/// `include_archived`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SearchFilter {
     pub category: Option<String>,
@@ -17,8 +18,10 @@ pub struct SearchFilter {
 }
 
 impl SearchFilter {
-    pub fn accepts(&self, memory: &MemoryRecord, now: DateTime<Utc>) -> bool {
-        is_current(memory, now)
+    /// Whether `memory` may be returned by a search of what is true at `at`: now, or the
+    /// moment an `as_of` search asks about.
+    pub fn accepts(&self, memory: &MemoryRecord, at: DateTime<Utc>) -> bool {
+        valid_at(memory, at)
             && (self.include_archived || !memory.archived)
             && self
                 .category
@@ -46,9 +49,29 @@ impl SearchFilter {
     }
 }
 
-/// Not superseded and not expired: the memory is current truth.
+/// Not superseded, not expired and not set aside by a time-bound fact on its slot: the
+/// memory is current truth.
 pub fn is_current(memory: &MemoryRecord, now: DateTime<Utc>) -> bool {
-    memory.superseded_by.is_none() && memory.expires_at.is_none_or(|expiry| expiry > now)
+    memory.superseded_by.is_none()
+        && memory.expires_at.is_none_or(|expiry| expiry > now)
+        && !memory.suspended_at(now)
+}
+
+/// Whether the memory was true at `at`: written by then, not yet superseded, not expired,
+/// and not set aside then. At the present moment this is [`is_current`]; at a past one it
+/// includes memories superseded since.
+pub fn valid_at(memory: &MemoryRecord, at: DateTime<Utc>) -> bool {
+    let superseded = match &memory.superseded_by {
+        None => false,
+        // A supersession with no time (older records) counts from the start.
+        Some(_) => memory
+            .superseded_at
+            .is_none_or(|superseded| superseded <= at),
+    };
+    memory.created_at <= at
+        && !superseded
+        && memory.expires_at.is_none_or(|expiry| expiry > at)
+        && !memory.suspended_at(at)
 }
 
 fn map_contains(haystack: &Map<String, Value>, needle: &Map<String, Value>) -> bool {
@@ -95,6 +118,54 @@ mod tests {
         assert!(!json_contains(&value, &json!({"owner": {"team": "web"}})));
         assert!(!json_contains(&value, &json!({"missing": null})));
         assert!(!json_contains(&json!(1), &json!("1")));
+    }
+
+    #[test]
+    fn validity_follows_creation_supersession_expiry_and_set_asides() {
+        use chrono::{Duration, TimeZone};
+        use memvault_storage::{CreatedBy, Suspension};
+
+        let start = Utc.with_ymd_and_hms(2026, 3, 1, 0, 0, 0).unwrap();
+        let day = |days: i64| start + Duration::days(days);
+        let mut memory = MemoryRecord::new(
+            "I live in Berlin.".to_owned(),
+            0.5,
+            "fact".to_owned(),
+            "remember".to_owned(),
+            CreatedBy {
+                id: "k".to_owned(),
+                label: "l".to_owned(),
+            },
+            day(0),
+        );
+        memory.suspensions.push(Suspension {
+            by: "paris".to_owned(),
+            from: day(10),
+            until: day(24),
+        });
+        memory.superseded_by = Some("madrid".to_owned());
+        memory.superseded_at = Some(day(40));
+        let cases = [
+            (-1, false),
+            (0, true),
+            (9, true),
+            (10, false),
+            (23, false),
+            (24, true),
+            (39, true),
+            (40, false),
+            (90, false),
+        ];
+        for (days, valid) in cases {
+            assert_eq!(valid_at(&memory, day(days)), valid, "day {days}");
+        }
+        assert!(!is_current(&memory, day(30)), "superseded now");
+        memory.superseded_by = None;
+        memory.superseded_at = None;
+        memory.expires_at = Some(day(50));
+        assert!(is_current(&memory, day(30)));
+        assert!(!is_current(&memory, day(12)), "set aside");
+        assert!(!valid_at(&memory, day(50)), "expired");
     }
 
     fn arbitrary_json() -> impl Strategy<Value = Value> {

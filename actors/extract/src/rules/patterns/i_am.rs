@@ -63,6 +63,17 @@ impl<'s, 'a> ClauseView<'s, 'a> {
             ("in" | "at", _) if !negated && self.capitalized_at(start + 1) => {
                 Some(self.current_place(start + 1))
             }
+            ("away" | "spending", "in" | "at") if !negated && self.capitalized_at(start + 2) => {
+                Some(self.current_place(start + 2)) // "I'm spending the next week in Nice"
+            }
+            ("going", "to") if !negated && cursor.peek_at(2) == "be" => {
+                let mut cursor = cursor.clone();
+                cursor.pos += 3;
+                Some(self.future_stay(cursor)) // "I'm going to be in Rome until May"
+            }
+            ("more", "of") if !negated && matches!(cursor.peek_at(2), "a" | "an") => {
+                self.kind_of_person(start + 3) // "I'm more of a coffee person"
+            }
             ("staying" | "visiting" | "traveling" | "travelling" | "vacationing", _)
                 if !negated =>
             {
@@ -198,14 +209,41 @@ impl<'s, 'a> ClauseView<'s, 'a> {
         vec![Found::new(FactType::Fact, user_slot(&["name"]), value)]
     }
 
-    /// "I'm in Paris", "I'm staying at the Ritz": where the user is for now.
+    /// "I'm in Paris", "I'm staying at the Ritz": where the user is for now. With a
+    /// validity ("until Friday", "for two weeks", "today") it is a time-bound value of
+    /// where the user lives, which it overrides while it lasts.
     fn current_place(&self, start: usize) -> Vec<Found> {
         self.value_from(start, PLACE_TAILS)
             .map(|value| {
                 vec![
                     Found::new(FactType::Fact, user_slot(&["current", "location"]), value)
-                        .temporary(),
+                        .temporary()
+                        .bounded(user_slot(&["location"])),
                 ]
+            })
+            .unwrap_or_default()
+    }
+
+    /// After "I'll be" / "I'm going to be": "in Tokyo for a week", "staying in Rome until
+    /// May". Only a stay with a validity is a (time-bound) location; without one it is a
+    /// plan, kept as said.
+    pub(super) fn future_stay(&self, cursor: Cursor) -> Vec<Found> {
+        let start = cursor.pos;
+        let skip = match (cursor.peek(), cursor.peek_at(1)) {
+            ("in" | "at", _) if self.capitalized_at(start + 1) => 1,
+            ("away", "in" | "at") => 2,
+            (
+                "staying" | "visiting" | "living" | "based" | "traveling" | "travelling"
+                | "working" | "spending",
+                next,
+            ) => 1 + usize::from(matches!(next, "in" | "at" | "from" | "around" | "near")),
+            _ => return Vec::new(),
+        };
+        self.value_from(start + skip, PLACE_TAILS)
+            .map(|value| {
+                vec![Found::new(FactType::Fact, None, value)
+                    .temporary()
+                    .bounded(user_slot(&["location"]))]
             })
             .unwrap_or_default()
     }

@@ -10,7 +10,15 @@ use crate::FactType;
 impl<'s, 'a> ClauseView<'s, 'a> {
     /// After "my": "my X is Y".
     pub(super) fn match_my(&self, start: usize) -> Vec<Found> {
+        let event = self.event_change(start); // "my dentist appointment is on March 3"
+        if !event.is_empty() {
+            return event;
+        }
         let norms = self.norms_of();
+        let event = self.event_moved_by_someone(&norms); // "my boss moved my review to ..."
+        if !event.is_empty() {
+            return event;
+        }
         let Some((verb, attribute)) = attribute_before_verb(&norms, start) else {
             return Vec::new();
         };
@@ -114,6 +122,22 @@ fn attribute_before_verb(norms: &[&str], start: usize) -> Option<(usize, Vec<Str
         .iter()
         .map(|word| unify_spelling(strip_possessive(word)))
         .filter(|word| !word.is_empty())
+        .collect();
+    // "my go-to drink", "my preferred drink" name the favorite ("my preferred name" does
+    // not: it is the name).
+    let attribute = attribute
+        .iter()
+        .enumerate()
+        .map(|(index, word)| {
+            let next = attribute.get(index + 1).map_or("", String::as_str);
+            let favorite = matches!(word.as_str(), "go-to" | "goto")
+                || (word == "preferred" && !matches!(next, "name" | "pronouns" | "title" | ""));
+            if favorite {
+                "favorite".to_owned()
+            } else {
+                word.clone()
+            }
+        })
         .collect();
     Some((verb, attribute))
 }

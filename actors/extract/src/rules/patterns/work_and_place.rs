@@ -87,6 +87,20 @@ impl<'s, 'a> ClauseView<'s, 'a> {
 
     /// "work at/for X (as Y)", "work as Y (at X)".
     pub(super) fn work(&self, mut cursor: Cursor, negated: bool) -> Vec<Found> {
+        if !negated && cursor.peek() == "remotely" {
+            cursor.next();
+        }
+        if !negated && cursor.eat("from") {
+            // "I'm working from Lisbon until Friday": a time-bound location.
+            return self
+                .value_from(cursor.pos, PLACE_TAILS)
+                .map(|value| {
+                    vec![Found::new(FactType::Fact, None, value)
+                        .temporary()
+                        .bounded(user_slot(&["location"]))]
+                })
+                .unwrap_or_default();
+        }
         if cursor.eat("as") {
             return self.job(Role::Occupation, cursor.pos, negated);
         }

@@ -1,6 +1,7 @@
 //! The extractor's tests: shared helpers here, the case tables in one file per pattern
 //! family.
 
+mod events;
 mod helpers;
 mod i_am;
 mod my_x_is_y;

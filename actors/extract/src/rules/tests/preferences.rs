@@ -27,7 +27,17 @@ fn likes_and_dislikes() {
         ),
         (
             "I prefer tea.",
-            &[(Preference, Some("user/likes_tea"), "prefers", None)],
+            &[(Preference, Some("user/favorite_drink"), "tea", None)],
+        ),
+        // A preferred thing of no known category keeps a slot of its own.
+        (
+            "I prefer quiet restaurants.",
+            &[(
+                Preference,
+                Some("user/likes_quiet_restaurants"),
+                "prefers",
+                None,
+            )],
         ),
         (
             "I hate coffee.",
@@ -146,12 +156,7 @@ fn likes_and_dislikes() {
         ),
         (
             "I prefer going to the beach.",
-            &[(
-                Preference,
-                Some("user/likes_going_to_beach"),
-                "prefers",
-                None,
-            )],
+            &[(Preference, Some("user/favorite_holiday"), "beach", None)],
         ),
         // A preference about nothing nameable: on no slot.
         (
@@ -189,4 +194,120 @@ fn list_items_become_sentences_of_their_own() {
         texts("I'm allergic to peanuts and shellfish"),
         ["I'm allergic to peanuts.", "I'm allergic to shellfish."]
     );
+}
+
+#[test]
+fn a_bare_preference_is_the_favorite_of_its_category() {
+    let cases: &[(&str, &[Expected])] = &[
+        (
+            "I prefer coffee.",
+            &[(Preference, Some("user/favorite_drink"), "coffee", None)],
+        ),
+        (
+            "I prefer green tea.",
+            &[(Preference, Some("user/favorite_drink"), "green tea", None)],
+        ),
+        (
+            "These days I prefer coffee.",
+            &[(Preference, Some("user/favorite_drink"), "coffee", None)],
+        ),
+        (
+            "I prefer to drink tea.",
+            &[(Preference, Some("user/favorite_drink"), "tea", None)],
+        ),
+        (
+            "I'd rather have coffee.",
+            &[(Preference, Some("user/favorite_drink"), "coffee", None)],
+        ),
+        (
+            "I would prefer tea.",
+            &[(Preference, Some("user/favorite_drink"), "tea", None)],
+        ),
+        (
+            "I've switched to coffee.",
+            &[(Preference, Some("user/favorite_drink"), "coffee", None)],
+        ),
+        (
+            "I switched from tea to coffee.",
+            &[(Preference, Some("user/favorite_drink"), "coffee", None)],
+        ),
+        (
+            "I'm more of a coffee person now.",
+            &[(Preference, Some("user/favorite_drink"), "coffee", None)],
+        ),
+        (
+            "My go-to drink is coffee.",
+            &[(Preference, Some("user/favorite_drink"), "coffee", None)],
+        ),
+        (
+            "My preferred drink is coffee.",
+            &[(Preference, Some("user/favorite_drink"), "coffee", None)],
+        ),
+        (
+            "I prefer window seats.",
+            &[(Preference, Some("user/favorite_seat"), "window seats", None)],
+        ),
+        (
+            "I prefer dark mode.",
+            &[(
+                Preference,
+                Some("user/favorite_display_mode"),
+                "dark mode",
+                None,
+            )],
+        ),
+        (
+            "I'd rather go by train.",
+            &[(Preference, Some("user/favorite_transport"), "train", None)],
+        ),
+        (
+            "I prefer cats.",
+            &[(Preference, Some("user/favorite_animal"), "cats", None)],
+        ),
+        (
+            "I prefer summer.",
+            &[(Preference, Some("user/favorite_season"), "summer", None)],
+        ),
+        (
+            "I'd rather have tea than coffee.",
+            &[(Preference, Some("user/prefers_coffee_or_tea"), "tea", None)],
+        ),
+        // "My preferred name" is the name, not a favorite.
+        (
+            "My preferred name is Sam.",
+            &[(Fact, Some("user/preferred_name"), "Sam", None)],
+        ),
+        // Several things, or a wish not to, are no choice of a favorite.
+        (
+            "I prefer tea and juice.",
+            &[
+                (Preference, Some("user/likes_tea"), "prefers", None),
+                (Preference, Some("user/likes_juice"), "prefers", None),
+            ],
+        ),
+        (
+            "I'd rather not say.",
+            &[(Fact, None, "I'd rather not say.", None)],
+        ),
+        (
+            "I switched to Linux.",
+            &[(Fact, None, "I switched to Linux.", None)],
+        ),
+        // Said the other way round.
+        (
+            "Honestly, coffee is my drink of choice now.",
+            &[(Preference, Some("user/favorite_drink"), "coffee", None)],
+        ),
+        (
+            "Paris is my favorite city.",
+            &[(Preference, Some("user/favorite_city"), "Paris", None)],
+        ),
+        (
+            "She is my favorite aunt.",
+            &[(Fact, None, "She is my favorite aunt.", None)],
+        ),
+    ];
+    for (input, expected) in cases {
+        check(input, expected);
+    }
 }

@@ -179,3 +179,23 @@ proptest! {
         assert_invariants(&content, &facts);
     }
 }
+
+#[test]
+fn more_small_talk_is_not_stored() {
+    for input in [
+        "Thank you so much.",
+        "Sounds good!",
+        "See you later.",
+        "Take care.",
+        "No problem.",
+        "Have a nice day!",
+        "Makes sense.",
+    ] {
+        assert!(extract(input, now()).is_empty(), "{input:?} was stored");
+    }
+    assert!(!extract("I will do it tomorrow.", now()).is_empty());
+    check(
+        "Lately I prefer swimming.",
+        &[(Preference, Some("user/favorite_sport"), "swimming", None)],
+    );
+}

@@ -57,3 +57,71 @@ fn newer_statements_replace_only_what_they_replace() {
     assert_eq!(slots["user/employer"], "globex");
     assert_eq!(slots["user/occupation"], "engineer");
 }
+
+#[test]
+fn a_newer_bare_preference_a_new_date_or_a_stay_replaces_the_older_one() {
+    let slots = remember_all(&["I prefer tea.", "I prefer coffee."]);
+    assert_eq!(slots.len(), 1);
+    assert_eq!(slots["user/favorite_drink"], "coffee");
+
+    let slots = remember_all(&["I prefer tea.", "I've switched to coffee."]);
+    assert_eq!(slots["user/favorite_drink"], "coffee");
+
+    let slots = remember_all(&["My favorite drink is tea.", "I'd rather have coffee."]);
+    assert_eq!(slots["user/favorite_drink"], "coffee");
+
+    let slots = remember_all(&[
+        "My dentist appointment is on March 3.",
+        "My dentist appointment moved to March 10.",
+    ]);
+    assert_eq!(slots["user/dentist_appointment"], "2027 03 10");
+
+    let slots = remember_all(&[
+        "I have a dentist appointment on March 3.",
+        "I rescheduled my dentist appointment to March 10.",
+        "My dentist appointment was cancelled.",
+    ]);
+    assert_eq!(slots["user/dentist_appointment"], "cancelled");
+
+    let slots = remember_all(&[
+        "I live in Berlin.",
+        "For the next two weeks I'm staying in Paris.",
+    ]);
+    assert_eq!(slots["user/location"], "paris");
+}
+
+#[test]
+fn controls_never_share_a_slot() {
+    for pair in [
+        ["I prefer tea.", "I prefer window seats."],
+        ["I prefer dark mode.", "I prefer summer."],
+        ["I like tea.", "I like coffee."],
+        ["I love hiking.", "I enjoy swimming."],
+        ["My dog's name is Rex.", "My cat's name is Luna."],
+        [
+            "I have a dentist appointment on March 3.",
+            "I have a job interview on March 10.",
+        ],
+        [
+            "My flight is on Friday.",
+            "My dentist appointment is on Friday.",
+        ],
+        [
+            "I have a meeting with Bob on Friday.",
+            "I have a meeting with Alice on Friday.",
+        ],
+        ["Yesterday I ran 10 km.", "Last week I went to Paris."],
+    ] {
+        let slots = remember_all(&pair);
+        let facts: usize = pair
+            .iter()
+            .map(|content| {
+                extract(content, now())
+                    .iter()
+                    .filter(|fact| fact.slot.is_some())
+                    .count()
+            })
+            .sum();
+        assert_eq!(slots.len(), facts, "{pair:?} share a slot: {slots:?}");
+    }
+}

@@ -8,14 +8,15 @@ mod point;
 
 use chrono::{DateTime, Days, NaiveDate, Utc};
 
-use super::lexicon::{ADVERBS, IRREGULAR_PAST, NOT_PAST_ED, PAST_PARTICIPLES};
+use super::lexicon::{
+    ADVERBS, EVENT_NOUNS, IRREGULAR_PAST, NOT_PAST_ED, PAST_PARTICIPLES, RESCHEDULE_FORMS,
+};
 use super::sentence::Sentence;
 pub(super) use calendar::end_of_day;
 #[cfg(test)]
 pub(super) use calendar::{day_number, iso_date};
 use calendar::{iso, last_day_of_month, MONTHS};
 use phrase::phrase_at;
-#[cfg(test)]
 pub(super) use phrase::time_of_day;
 
 /// A calendar period a time phrase refers to.
@@ -51,7 +52,7 @@ impl Period {
 
     /// How the period is written into a memory's text: "2026-11-22", "week of 2026-11-16",
     /// "October 2026", "2025".
-    fn label(self) -> String {
+    pub(super) fn label(self) -> String {
         match self {
             Self::Day(day) => iso(day),
             Self::Week(monday) => format!("week of {}", iso(monday)),
@@ -111,6 +112,29 @@ impl Phrase {
             When::Filler => None,
         }
     }
+
+    /// The date the phrase names, as a scheduled event's value: "2026-03-10" for a day (or
+    /// the day a validity ends: "postponed until March 10"), "week of 2026-11-30",
+    /// "March 2027"; `None` for fillers.
+    pub(super) fn date_value(&self) -> Option<String> {
+        match &self.when {
+            When::Event(period) | When::Current(period) => Some(period.label()),
+            When::Until { at, .. } => {
+                let day = at.date_naive();
+                if end_of_day(day) == Some(*at) {
+                    Some(iso(day))
+                } else {
+                    Some(format!("{} {}", iso(day), at.format("%H:%M")))
+                }
+            }
+            When::Filler => None,
+        }
+    }
+
+    /// Whether the phrase names a time rather than being a filler.
+    pub(super) fn is_dated(&self) -> bool {
+        !matches!(self.when, When::Filler)
+    }
 }
 
 /// The time a sentence is read at, and what its tense says about bare dates ("on Monday":
@@ -124,6 +148,9 @@ pub(super) struct TimeContext {
     /// The sentence is in a perfect tense ("I've lived here for 5 years"): a bare duration
     /// is how long something has lasted, not a validity.
     perfect: bool,
+    /// The sentence moves a scheduled event ("my flight was moved to Monday"): "to" /
+    /// "for" + a day is its new date.
+    rescheduled: bool,
 }
 
 /// Which way a date without a year (or a bare weekday) is resolved from today.
@@ -142,6 +169,10 @@ impl TimeContext {
         let mut future = false;
         let mut past = false;
         let mut perfect = false;
+        // "My appointment was moved to March 10": the new date of an event lies ahead,
+        // whatever the tense of the move.
+        let rescheduled = norms.iter().any(|word| RESCHEDULE_FORMS.contains(word))
+            && norms.iter().any(|word| EVENT_NOUNS.contains(word));
         for (index, &word) in norms.iter().enumerate() {
             let previous = if index > 0 { norms[index - 1] } else { "" };
             let next = norms.get(index + 1).copied().unwrap_or("");
@@ -149,7 +180,9 @@ impl TimeContext {
                 "will" | "shall" | "tomorrow" | "next" | "plan" | "plans" | "planning"
                 | "scheduled" | "upcoming" | "soon" => future = true,
                 "going" if next == "to" => future = true,
-                "have" | "has" if matches!(next, "a" | "an" | "to") => future = true,
+                "have" | "has" if matches!(next, "a" | "an" | "to" | "another" | "got") => {
+                    future = true
+                }
                 // "My flight is on Friday": the present tense of a dated thing is ahead.
                 "is" | "are" | "am" => future = true,
                 _ => {}
@@ -157,7 +190,9 @@ impl TimeContext {
             if matches!(previous, "am" | "are" | "is") && word.len() > 4 && word.ends_with("ing") {
                 future = true; // "I'm flying to Paris on Friday"
             }
-            if IRREGULAR_PAST.contains(&word)
+            // "I've got a ..." is a present tense.
+            let have_got = word == "got" && matches!(previous, "have" | "has");
+            if (IRREGULAR_PAST.contains(&word) && !have_got)
                 || (word.len() >= 4
                     && word.ends_with("ed")
                     && !NOT_PAST_ED.contains(&word)
@@ -202,8 +237,9 @@ impl TimeContext {
         Self {
             now,
             today: now.date_naive(),
-            future: future && !past,
+            future: rescheduled || (future && !past),
             perfect,
+            rescheduled,
         }
     }
 

@@ -30,7 +30,12 @@ pub(super) fn phrase_at(
         }
         "up" if matches!(at(1), "until" | "till") => until_at(sentence, norms, index + 2, context)
             .map(|(len, when, explicit)| (len + 2, when, explicit)),
-        "for" | "over" | "during" => duration_at(norms, index, context),
+        "for" | "over" | "during" => duration_at(norms, index, context)
+            .or_else(|| new_date_at(sentence, norms, index, context)),
+        _ if index > 0 && matches!(norms[index - 1], "spend" | "spending") => {
+            spent_duration_at(norms, index, context)
+        }
+        "to" | "into" | "onto" => new_date_at(sentence, norms, index, context),
         "since" => point_at(sentence, norms, index + 1, context, Direction::Past)
             .map(|(len, _, _)| (len + 1, When::Filler, false)),
         "as" if at(1) == "of" => {
@@ -63,6 +68,52 @@ pub(super) fn phrase_at(
         "in" => in_period_phrase(sentence, norms, index, context),
         _ => ago_or_date_phrase(sentence, norms, index, context),
     }
+}
+
+/// The time a stay is spent: "(spending) the next two weeks", "(spending) three days":
+/// a validity from now, like "for the next two weeks".
+fn spent_duration_at(
+    norms: &[&str],
+    index: usize,
+    context: &TimeContext,
+) -> Option<(usize, When, bool)> {
+    let at = |offset: usize| norms.get(index + offset).copied().unwrap_or("");
+    let offset = match (at(0), at(1)) {
+        ("the", "next" | "coming" | "following") => 2,
+        ("the", _) => return None,
+        _ => 0,
+    };
+    let (count_len, count) = match count_at(norms, index + offset) {
+        Some(found) => found,
+        None if offset > 0 => (0, 1), // "the next week"
+        None => return None,
+    };
+    let unit = unit_of(at(offset + count_len))?;
+    let until = add_units(context.now, count, unit)?;
+    Some((
+        offset + count_len + 1,
+        When::Until {
+            at: until,
+            note: until_note(until, unit),
+        },
+        false,
+    ))
+}
+
+/// The new date of a rescheduled event: "(moved) to Monday", "(rescheduled) for the
+/// 15th"; nothing outside a sentence that moves an event ("I moved to Berlin").
+fn new_date_at(
+    sentence: &Sentence,
+    norms: &[&str],
+    index: usize,
+    context: &TimeContext,
+) -> Option<(usize, When, bool)> {
+    if !context.rescheduled || !matches!(norms[index], "to" | "into" | "onto" | "for") {
+        return None;
+    }
+    let (len, period, explicit) =
+        point_at(sentence, norms, index + 1, context, Direction::Upcoming)?;
+    Some((len + 1, When::Event(period), explicit))
 }
 
 /// "this morning", "this week", "this weekend", "this month", "this year", "this Friday".
