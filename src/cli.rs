@@ -35,6 +35,9 @@ enum Command {
     /// Retrieval quality of every search mode on the public evaluation sets (nDCG@10,
     /// Recall@10; evidence Recall@10 on LoCoMo).
     Eval(crate::eval::EvalArgs),
+    /// Follow a running server's re-embedding (after the embedding model changed) with a
+    /// progress bar, until every collection is on the configured model.
+    Reembed(crate::reembed::ReembedArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -71,6 +74,15 @@ pub fn run() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     eprintln!("memvault eval: {error}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        Some(Command::Reembed(args)) => {
+            return match crate::reembed::run(args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("memvault reembed: {error}");
                     ExitCode::FAILURE
                 }
             };

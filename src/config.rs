@@ -150,6 +150,19 @@ impl Default for ServerConfig {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct EmbeddingConfig {
+    /// `local` (all-MiniLM-L6-v2 in process) or `openai` (any OpenAI-compatible
+    /// `/embeddings` endpoint: `base_url`, `model`, `api_key`, `dimensions`).
+    pub provider: EmbeddingProvider,
+    /// The endpoint's API base (`/embeddings` is appended), e.g.
+    /// `https://api.openai.com/v1` or `http://127.0.0.1:11434/v1`.
+    pub base_url: Option<String>,
+    /// The endpoint's model, e.g. `text-embedding-3-small`.
+    pub model: Option<String>,
+    pub api_key: Option<String>,
+    /// The vector length to ask for; unset, the model's own (learnt by one probe).
+    pub dimensions: Option<usize>,
+    /// Longest one embeddings request may take.
+    pub request_timeout_secs: u64,
     /// A ready folder with config.json, tokenizer.json and model.safetensors; when unset
     /// the weights are fetched once into `cache_dir`.
     pub model_dir: Option<PathBuf>,
@@ -164,12 +177,29 @@ pub struct EmbeddingConfig {
 impl Default for EmbeddingConfig {
     fn default() -> Self {
         Self {
+            provider: EmbeddingProvider::Local,
+            base_url: None,
+            model: None,
+            api_key: None,
+            dimensions: None,
+            request_timeout_secs: 30,
             model_dir: None,
             cache_dir: None,
             python: "python3".to_owned(),
             max_batch: 64,
         }
     }
+}
+
+/// Where embeddings come from.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbeddingProvider {
+    /// all-MiniLM-L6-v2, in process.
+    #[default]
+    Local,
+    /// An OpenAI-compatible `/embeddings` endpoint.
+    Openai,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -348,6 +378,27 @@ impl Config {
         if self.server.max_body_bytes < 1024 {
             return Err(ConfigError::Invalid(
                 "server.max_body_bytes must be at least 1024".to_owned(),
+            ));
+        }
+        if self.embedding.provider == EmbeddingProvider::Openai {
+            let missing: Vec<&str> = [
+                ("embedding.base_url", self.embedding.base_url.is_none()),
+                ("embedding.model", self.embedding.model.is_none()),
+            ]
+            .into_iter()
+            .filter_map(|(key, missing)| missing.then_some(key))
+            .collect();
+            if !missing.is_empty() {
+                return Err(ConfigError::Invalid(format!(
+                    "embedding.provider = \"openai\" needs {}",
+                    missing.join(" and ")
+                )));
+            }
+        }
+        if self.embedding.dimensions == Some(0) || self.embedding.request_timeout_secs == 0 {
+            return Err(ConfigError::Invalid(
+                "embedding.dimensions and embedding.request_timeout_secs must be at least 1"
+                    .to_owned(),
             ));
         }
         if self.embedding.max_batch == 0 {

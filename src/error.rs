@@ -238,6 +238,10 @@ mod tests {
             Error::IndexFailed(text()),
             Error::MemoryNotInStore(text()),
             Error::ExtractionUnavailable(text()),
+            Error::EmbeddingModelUnavailable {
+                model: text(),
+                reason: text(),
+            },
             Error::EncryptionKeyMissing,
             Error::LlmKeyUnreadable { reason: text() },
             Error::LlmNotConfigured,

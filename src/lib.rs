@@ -9,6 +9,7 @@
 //! - [`bench`]: `memvault bench`, measurements of a real server process over HTTP.
 //! - [`eval`]: `memvault eval [PATH]`, retrieval quality of every search mode on the
 //!   public evaluation sets (BEIR MS MARCO, BEIR business reports, LoCoMo).
+//! - [`reembed`]: `memvault reembed`, follows a server's re-embedding with a progress bar.
 //! - [`error`]: the HTTP error type and its `{"detail": ..., "code": ...}` body.
 //!
 //! Behaviour lives in `memvault-actors`; persistence in `memvault-storage`. This crate is
@@ -20,4 +21,5 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod eval;
+pub mod reembed;
 pub mod server;

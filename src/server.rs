@@ -8,23 +8,26 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use memvault_core::embedders::{Embedders, ModelCatalog};
 use memvault_core::service::BootstrapOutcome;
 use memvault_core::service::{IntelligenceConfig, ModelPrice};
 use memvault_core::status::StatusMonitor;
 use memvault_core::webhooks::WebhookSettings;
 use memvault_core::{Memvault, ServiceConfig};
 use memvault_embed::{
-    default_model_cache_dir, ensure_minilm_weights, EmbeddingService, MiniLmEmbedder, ModelSource,
+    default_model_cache_dir, ensure_minilm_weights, EmbeddingError, EmbeddingService,
+    MiniLmEmbedder, ModelSource, OpenAiEmbedder, OpenAiSettings,
 };
 use memvault_llm::LlmConfig;
 use memvault_storage::crypto::SecretBox;
+use memvault_storage::EmbeddingModel;
 use memvault_storage::SledStore;
 use memvault_types::clock::{Clock, SystemClock};
 use tokio::net::TcpListener;
 
 use crate::api::ratelimit::RateLimits;
 use crate::api::{self, AppState};
-use crate::config::Config;
+use crate::config::{Config, EmbeddingProvider};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -50,31 +53,108 @@ pub enum StartupError {
     Serve(std::io::Error),
 }
 
-/// Loads the embedding model named by the config (fetching its weights on first use) and
-/// starts its batching thread.
-pub async fn start_embedder(config: &Config) -> Result<EmbeddingService, StartupError> {
-    let source = ModelSource {
-        model_dir: config.embedding.model_dir.clone(),
-        cache_dir: config
-            .embedding
-            .cache_dir
-            .clone()
-            .unwrap_or_else(default_model_cache_dir),
-        python: config.embedding.python.clone(),
-    };
-    let max_batch = config.embedding.max_batch;
+/// Starts the configured embedding model (fetching MiniLM's weights on first use, or
+/// reaching the configured endpoint) and its batching thread; earlier models that
+/// collections still use are started on demand by [`ConfiguredModels`].
+pub async fn start_embedder(config: &Config) -> Result<Embedders, StartupError> {
+    let models = ConfiguredModels::new(config);
     let started = Instant::now();
-    let embedder = tokio::task::spawn_blocking(move || {
-        let directory = ensure_minilm_weights(&source)?;
-        MiniLmEmbedder::load(&directory)
-    })
-    .await
-    .map_err(|error| StartupError::Serve(std::io::Error::other(error)))??;
+    let current = match config.embedding.provider {
+        EmbeddingProvider::Local => models.minilm().await?,
+        EmbeddingProvider::Openai => models.openai().await?,
+    };
     tracing::info!(
+        model = current.model_name(),
+        dimensions = current.dimensions(),
         elapsed_ms = started.elapsed().as_millis() as u64,
         "embedding model loaded"
     );
-    Ok(EmbeddingService::start(Arc::new(embedder), max_batch))
+    Ok(Embedders::new(current, Some(Arc::new(models))))
+}
+
+/// The models this configuration can run: all-MiniLM-L6-v2 always (its weights are
+/// fetched once), and the configured OpenAI-compatible model when `base_url` and `model`
+/// are set, whatever the provider (so a server switched back to `local` still answers
+/// from a collection's endpoint-made vectors until it is re-embedded).
+#[derive(Clone)]
+pub struct ConfiguredModels {
+    source: ModelSource,
+    openai: Option<OpenAiSettings>,
+    max_batch: usize,
+}
+
+impl ConfiguredModels {
+    fn new(config: &Config) -> Self {
+        let embedding = &config.embedding;
+        let openai = match (&embedding.base_url, &embedding.model) {
+            (Some(base_url), Some(model)) => Some(OpenAiSettings {
+                base_url: base_url.clone(),
+                model: model.clone(),
+                api_key: embedding.api_key.clone(),
+                dimensions: embedding.dimensions,
+                timeout: Duration::from_secs(embedding.request_timeout_secs),
+            }),
+            _ => None,
+        };
+        Self {
+            source: ModelSource {
+                model_dir: embedding.model_dir.clone(),
+                cache_dir: embedding
+                    .cache_dir
+                    .clone()
+                    .unwrap_or_else(default_model_cache_dir),
+                python: embedding.python.clone(),
+            },
+            openai,
+            max_batch: embedding.max_batch,
+        }
+    }
+
+    async fn minilm(&self) -> Result<EmbeddingService, EmbeddingError> {
+        let models = self.clone();
+        tokio::task::spawn_blocking(move || models.start_minilm())
+            .await
+            .map_err(|error| EmbeddingError::Load(error.to_string()))?
+    }
+
+    async fn openai(&self) -> Result<EmbeddingService, EmbeddingError> {
+        let models = self.clone();
+        tokio::task::spawn_blocking(move || models.start_openai())
+            .await
+            .map_err(|error| EmbeddingError::Load(error.to_string()))?
+    }
+
+    fn start_minilm(&self) -> Result<EmbeddingService, EmbeddingError> {
+        let directory = ensure_minilm_weights(&self.source)?;
+        let embedder = MiniLmEmbedder::load(&directory)?;
+        Ok(EmbeddingService::start(Arc::new(embedder), self.max_batch))
+    }
+
+    fn start_openai(&self) -> Result<EmbeddingService, EmbeddingError> {
+        let settings = self.openai.clone().ok_or_else(|| {
+            EmbeddingError::Load("embedding.base_url and embedding.model are not set".to_owned())
+        })?;
+        let embedder = OpenAiEmbedder::connect(settings)?;
+        Ok(EmbeddingService::start(Arc::new(embedder), self.max_batch))
+    }
+}
+
+impl ModelCatalog for ConfiguredModels {
+    fn open(&self, model: &EmbeddingModel) -> Result<EmbeddingService, String> {
+        if *model == EmbeddingModel::legacy() {
+            return self.start_minilm().map_err(|error| error.to_string());
+        }
+        match &self.openai {
+            Some(settings) if settings.model == model.name => {
+                self.start_openai().map_err(|error| error.to_string())
+            }
+            _ => Err(format!(
+                "no configuration runs it; set embedding.base_url and embedding.model = \"{}\" \
+                 to keep answering from its vectors while the collection is re-embedded",
+                model.name
+            )),
+        }
+    }
 }
 
 /// The running service (the composition root, to shut down) and the HTTP edge's state
@@ -89,16 +169,16 @@ pub struct Started {
 /// Opens the store, starts the actors and bootstraps the admin tenant.
 pub async fn start_service(
     config: &Config,
-    embedder: EmbeddingService,
+    embedders: Embedders,
     bootstrap_key: Option<String>,
 ) -> Result<Started, StartupError> {
-    start_service_with_clock(config, embedder, bootstrap_key, Arc::new(SystemClock)).await
+    start_service_with_clock(config, embedders, bootstrap_key, Arc::new(SystemClock)).await
 }
 
 /// [`start_service`] with another source of "now" (tests move a `ManualClock`).
 pub async fn start_service_with_clock(
     config: &Config,
-    embedder: EmbeddingService,
+    embedders: Embedders,
     bootstrap_key: Option<String>,
     clock: Arc<dyn Clock>,
 ) -> Result<Started, StartupError> {
@@ -132,7 +212,7 @@ pub async fn start_service_with_clock(
             initial_backoff: Duration::from_millis(config.webhooks.initial_backoff_ms),
         },
     };
-    let service = Memvault::start(Arc::new(store), embedder, service_config).await?;
+    let service = Memvault::start(Arc::new(store), embedders, service_config).await?;
     let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;
     let status = StatusMonitor::start(
         service.scheduler(),

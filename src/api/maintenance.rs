@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use memvault_core::collection::CollectionHealth;
 use memvault_core::maintenance::dedup::ReportCluster;
 use memvault_core::maintenance::CollectionSummary;
+use memvault_core::service::{CollectionReport, EmbeddingStatus};
 use memvault_core::{Authorizer, Maintenance};
 use memvault_storage::{CollectionName, MemoryRecord};
 use memvault_types::limits::{
@@ -300,15 +301,62 @@ pub struct HealthResponse {
     pub exists: bool,
     #[serde(flatten)]
     pub counts: HealthCounts,
+    /// The model that made the collection's vectors, and its re-embedding when the
+    /// configured model is another; null for a collection that does not exist.
+    pub embedding: Option<EmbeddingHealth>,
 }
 
 impl HealthResponse {
     /// The counts of a collection, or zeros with `exists: false` when there is none.
-    pub fn new(collection: String, found: Option<CollectionHealth>, stale_days: u32) -> Self {
+    pub fn new(collection: String, found: Option<CollectionReport>, stale_days: u32) -> Self {
+        let (health, embedding) = match found {
+            Some(report) => (report.health, Some(EmbeddingHealth::new(report.embedding))),
+            None => (CollectionHealth::default(), None),
+        };
         Self {
             collection,
-            exists: found.is_some(),
-            counts: HealthCounts::new(&found.unwrap_or_default(), stale_days),
+            exists: embedding.is_some(),
+            counts: HealthCounts::new(&health, stale_days),
+            embedding,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EmbeddingHealth {
+    /// The model whose vectors search answers from, e.g. `all-MiniLM-L6-v2`.
+    pub model: String,
+    pub dimensions: usize,
+    /// Present while the collection is re-embedded with the configured model.
+    pub reembedding: Option<ReembeddingHealth>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReembeddingHealth {
+    /// The configured model the collection is being re-embedded with.
+    pub model: String,
+    pub dimensions: usize,
+    /// Memories with a vector by the new model, of `total`.
+    pub done: usize,
+    pub total: usize,
+    pub started_at: DateTime<Utc>,
+    /// Why the last attempt failed, while it waits to be retried.
+    pub last_error: Option<String>,
+}
+
+impl EmbeddingHealth {
+    fn new(status: EmbeddingStatus) -> Self {
+        Self {
+            model: status.model.name,
+            dimensions: status.model.dimensions,
+            reembedding: status.reembedding.map(|progress| ReembeddingHealth {
+                model: progress.target.name,
+                dimensions: progress.target.dimensions,
+                done: progress.done,
+                total: progress.total,
+                started_at: progress.started_at,
+                last_error: progress.last_error,
+            }),
         }
     }
 }

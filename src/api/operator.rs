@@ -1,6 +1,6 @@
 //! Operator endpoints (admin-flagged tenants only; aggregates, never one tenant's data):
 //! `GET /v1/memory/admin/metrics`, `.../usage`, `.../connectors`, `.../connectors/status`
-//! and `.../analytics`. The service-wide `.../memory-health` lives with maintenance.
+//! `.../analytics` and `.../embeddings`. The service-wide `.../memory-health` lives with maintenance.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
 use memvault_core::metrics::{LatencySummary, MetricsSnapshot, Stage};
 use memvault_core::pageviews::Pageviews;
+use memvault_core::service::EmbeddingsOverview;
 use memvault_core::Operator;
 use memvault_jobs::{JobMetricsSnapshot, RecurringSnapshot};
 use serde::{Deserialize, Serialize};
@@ -30,6 +31,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(connectors))
         .routes(routes!(connector_status))
         .routes(routes!(analytics))
+        .routes(routes!(embeddings))
 }
 
 const USAGE_DAYS_DEFAULT: i64 = 30;
@@ -467,4 +469,93 @@ pub async fn analytics(
                 .collect(),
         },
     }))
+}
+
+/// An embedding model: its name and the length of its vectors.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct EmbeddingModelResponse {
+    /// e.g. `all-MiniLM-L6-v2`, or the endpoint's model name.
+    pub model: String,
+    pub dimensions: usize,
+}
+
+/// How many collections one model's vectors serve.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ModelCollectionsResponse {
+    pub model: String,
+    pub dimensions: usize,
+    pub collections: usize,
+}
+
+/// Re-embedding towards the configured model, over every collection.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ReembeddingResponse {
+    /// Collections still on another model than the configured one (being re-embedded,
+    /// or waiting their turn: one collection is re-embedded at a time).
+    pub collections_left: usize,
+    /// Memories with a vector by the configured model, over the collections left, of
+    /// `memories_total`.
+    pub memories_done: usize,
+    pub memories_total: usize,
+    /// Collections switched to the configured model since the server started, and the
+    /// memories they held.
+    pub collections_done: usize,
+    pub memories_switched: usize,
+    /// Re-embeddings whose last attempt failed; they are retried with back-off.
+    pub failing: usize,
+    /// The latest reason one failed.
+    pub last_error: Option<String>,
+}
+
+/// Which models made the service's vectors and how far re-embedding is; what
+/// `memvault reembed` shows.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct EmbeddingsResponse {
+    /// The configured model: new collections and every re-embedding use it.
+    pub configured: EmbeddingModelResponse,
+    /// Collections by the model that made their vectors, the most used first.
+    pub models: Vec<ModelCollectionsResponse>,
+    pub reembedding: ReembeddingResponse,
+}
+
+impl From<EmbeddingsOverview> for EmbeddingsResponse {
+    fn from(overview: EmbeddingsOverview) -> Self {
+        Self {
+            configured: EmbeddingModelResponse {
+                model: overview.model.name,
+                dimensions: overview.model.dimensions,
+            },
+            models: overview
+                .by_model
+                .into_iter()
+                .map(|(model, collections)| ModelCollectionsResponse {
+                    model: model.name,
+                    dimensions: model.dimensions,
+                    collections,
+                })
+                .collect(),
+            reembedding: ReembeddingResponse {
+                collections_left: overview.outdated,
+                memories_done: overview.memories_done,
+                memories_total: overview.memories_total,
+                collections_done: overview.finished.collections,
+                memories_switched: overview.finished.memories,
+                failing: overview.failing,
+                last_error: overview.last_error,
+            },
+        }
+    }
+}
+
+/// The configured embedding model, the models collections' vectors were made by, and
+/// the progress of re-embedding them with the configured one.
+#[utoipa::path(get, path = "/embeddings", tag = "operator",
+    responses((status = 200, body = EmbeddingsResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn embeddings(
+    State(operator): State<Operator>,
+    _admin: Admin,
+) -> Json<EmbeddingsResponse> {
+    Json(operator.embeddings().into())
 }

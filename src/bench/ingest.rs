@@ -52,9 +52,13 @@ pub async fn in_process_service(
     let mut config = Config::default();
     config.server.data_dir = data_dir.to_owned();
     let key = format!("mv_bench_{}", uuid::Uuid::new_v4().simple());
-    let started = server::start_service(&config, embedder, Some(key.clone()))
-        .await
-        .map_err(|error| error.to_string())?;
+    let started = server::start_service(
+        &config,
+        memvault_core::embedders::Embedders::new(embedder, None),
+        Some(key.clone()),
+    )
+    .await
+    .map_err(|error| error.to_string())?;
     let service = started.service;
     let agent = service
         .authorizer()

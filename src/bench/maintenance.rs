@@ -321,7 +321,7 @@ async fn measure(
         &format!("collection_health ({STALE_DAYS} days), {count} memories"),
         figures(&latencies, 200),
     );
-    if let Some(health) = health {
+    if let Some(health) = health.map(|report| report.health) {
         report.line(
             "  health",
             format!(
@@ -497,7 +497,7 @@ async fn measure(
     let elapsed = started.elapsed();
     report.line(
         "collection_health after the mass archive",
-        match health {
+        match health.map(|report| report.health) {
             Some(health) => format!(
                 "{} (total {}, current {}, archived {}, stale {})",
                 format_fine(elapsed),

@@ -8,14 +8,17 @@
 //! in-process service fed the vectors the first run stored). Numbers are printed, never
 //! asserted. `--maintenance` instead times health, summary, dedup and archive-stale on an
 //! in-process service (see `maintenance`); `--rate-limit` what the per-key rate limiter
-//! costs (see `ratelimit`).
+//! costs (see `ratelimit`); `--reembed` a live model switch with a kill -9 in the middle
+//! (see `reembed`).
 
 mod corpus;
 mod embedder;
+mod fake_embeddings;
 mod ingest;
 mod maintenance;
 mod process;
 mod ratelimit;
+mod reembed;
 mod stats;
 
 use std::path::PathBuf;
@@ -76,6 +79,15 @@ pub struct BenchArgs {
     /// through the router with it on and off), then stop.
     #[arg(long, conflicts_with_all = ["existing_data", "embedder_only", "maintenance"])]
     pub rate_limit: bool,
+    /// Only measure a live model switch: --memories memories loaded on a stand-in
+    /// OpenAI-compatible endpoint, re-embedded with all-MiniLM-L6-v2 while a client
+    /// searches throughout, with a kill -9 at --kill-at of the way; then stop.
+    #[arg(long, conflicts_with_all = ["existing_data", "embedder_only", "maintenance", "rate_limit"])]
+    pub reembed: bool,
+    /// With --reembed: the share of memories staged at which the server is killed (0
+    /// for no kill).
+    #[arg(long, default_value_t = 0.4)]
+    pub kill_at: f64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +120,9 @@ async fn bench(args: BenchArgs) -> Result<(), BenchError> {
         return ratelimit::run().await;
     }
     let corpus = Corpus::load(&args.corpus)?;
+    if args.reembed {
+        return reembed::run(&args, &corpus).await;
+    }
     if let Some(existing) = &args.existing_data {
         return bench_existing(&args, &corpus, existing).await;
     }

@@ -18,6 +18,15 @@ pub struct ServerProcess {
 
 impl ServerProcess {
     pub async fn start(data_dir: &Path, key: &str) -> Result<Self, BenchError> {
+        Self::start_with(data_dir, key, &[]).await
+    }
+
+    /// [`Self::start`] with more environment variables (e.g. another embedding model).
+    pub async fn start_with(
+        data_dir: &Path,
+        key: &str,
+        environment: &[(String, String)],
+    ) -> Result<Self, BenchError> {
         let binary = std::env::current_exe()
             .map_err(|error| BenchError::Setup(format!("current exe: {error}")))?;
         let started = Instant::now();
@@ -31,6 +40,7 @@ impl ServerProcess {
             // The limiter still counts every request (its cost is measured) but never
             // refuses one of the benchmark's.
             .env("MEMVAULT__RATE_LIMIT__TIERS", "{admin = 4000000000}")
+            .envs(environment.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -78,6 +88,14 @@ impl ServerProcess {
     pub fn rss_bytes(&self) -> u64 {
         let Some(pid) = self.child.id() else { return 0 };
         proc_status_bytes(&pid.to_string(), "VmRSS:")
+    }
+
+    /// SIGKILL, as a crash or an OOM kill would end it.
+    pub async fn kill_hard(&mut self) -> Result<(), BenchError> {
+        self.child
+            .kill()
+            .await
+            .map_err(|error| BenchError::Setup(format!("kill -9: {error}")))
     }
 
     /// SIGTERM, then wait for the graceful shutdown.

@@ -21,6 +21,7 @@ mod openapi;
 mod operator;
 mod probes;
 mod proxy;
+mod reembed;
 mod search;
 mod startup;
 mod support;

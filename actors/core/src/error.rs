@@ -131,6 +131,21 @@ pub enum Error {
     #[error("{0}")]
     UpstreamFailed(String),
 
+    /// The model that built a collection's vectors cannot run here (the configuration
+    /// names another; the collection is being re-embedded).
+    #[error("the collection's vectors were made by {model}, which this server cannot run ({reason}); it is being re-embedded with the configured model")]
+    EmbeddingModelUnavailable { model: String, reason: String },
+
+    /// A write brought vectors of the model the collection has just switched away from;
+    /// the caller embeds again.
+    #[error(
+        "collection '{collection}' has switched to {model} since the texts were embedded; retry"
+    )]
+    EmbeddingSwitched {
+        collection: CollectionName,
+        model: String,
+    },
+
     #[error(transparent)]
     Storage(#[from] StorageError),
     #[error(transparent)]
@@ -163,10 +178,11 @@ impl Error {
             Error::Restarting { .. } | Error::ActorStopped { .. } | Error::StartFailed { .. } => {
                 ErrorCode::ActorUnavailable
             }
-            Error::TaskFailed { .. } => ErrorCode::TaskFailed,
+            Error::TaskFailed { .. } | Error::EmbeddingSwitched { .. } => ErrorCode::TaskFailed,
             Error::IndexFailed(_) => ErrorCode::IndexFailed,
             Error::MemoryNotInStore(_) => ErrorCode::StoreInconsistent,
             Error::ExtractionUnavailable(_) => ErrorCode::ExtractionUnavailable,
+            Error::EmbeddingModelUnavailable { .. } => ErrorCode::EmbeddingModelUnavailable,
             Error::EncryptionKeyMissing => ErrorCode::EncryptionKeyMissing,
             Error::LlmKeyUnreadable { .. } => ErrorCode::LlmKeyUnreadable,
             Error::LlmNotConfigured => ErrorCode::LlmNotConfigured,

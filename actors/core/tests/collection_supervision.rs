@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use memvault_core::embedders::Embedders;
 use memvault_core::memory::NewMemory;
 use memvault_core::service::NewTenant;
 use memvault_core::service::{Read, Write};
@@ -216,6 +217,41 @@ impl MemoryStore for FlakyStore {
     }
 }
 
+impl memvault_storage::ReembedStore for FlakyStore {
+    fn stage_embeddings(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        model: &memvault_storage::EmbeddingModel,
+        staged: &[memvault_storage::StagedEmbedding],
+    ) -> StoreResult<()> {
+        self.inner
+            .stage_embeddings(tenant, collection, model, staged)
+    }
+
+    fn staged_embeddings(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+    ) -> StoreResult<
+        Option<(
+            memvault_storage::EmbeddingModel,
+            Vec<memvault_storage::StagedEmbedding>,
+        )>,
+    > {
+        self.inner.staged_embeddings(tenant, collection)
+    }
+
+    fn swap_embeddings(
+        &self,
+        tenant: &TenantId,
+        collection: &memvault_storage::CollectionRecord,
+        memories: &[StoredMemory],
+    ) -> StoreResult<()> {
+        self.inner.swap_embeddings(tenant, collection, memories)
+    }
+}
+
 fn new_memory(text: &str) -> NewMemory {
     NewMemory {
         text: text.to_owned(),
@@ -229,9 +265,13 @@ fn new_memory(text: &str) -> NewMemory {
 
 async fn start(store: Arc<FlakyStore>) -> (Memvault, Agent) {
     let embedder = EmbeddingService::start(Arc::new(LengthEmbedder), 16);
-    let service = Memvault::start(store, embedder, ServiceConfig::default())
-        .await
-        .unwrap();
+    let service = Memvault::start(
+        store,
+        Embedders::new(embedder, None),
+        ServiceConfig::default(),
+    )
+    .await
+    .unwrap();
     let tenant = NewTenant {
         name: "t".to_owned(),
         email: "t@example.com".to_owned(),
@@ -357,9 +397,13 @@ async fn everything_is_reloaded_after_a_full_restart() {
     drop(service);
 
     let embedder = EmbeddingService::start(Arc::new(LengthEmbedder), 16);
-    let service = Memvault::start(open(), embedder, ServiceConfig::default())
-        .await
-        .unwrap();
+    let service = Memvault::start(
+        open(),
+        Embedders::new(embedder, None),
+        ServiceConfig::default(),
+    )
+    .await
+    .unwrap();
     let views = service.collections().list(&agent).unwrap();
     assert_eq!(views.len(), 1);
     assert_eq!(views[0].memory_count, 2);

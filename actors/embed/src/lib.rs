@@ -1,12 +1,14 @@
-//! Text embeddings: the [`Embedder`] trait, the local all-MiniLM-L6-v2 model that implements
-//! it, how its weights are fetched, and the [`EmbeddingService`] thread that batches requests
+//! Text embeddings: the [`Embedder`] trait, the local all-MiniLM-L6-v2 model and an
+//! OpenAI-compatible endpoint that implement it, how MiniLM's weights are fetched, and the [`EmbeddingService`] thread that batches requests
 //! from concurrent writers into one forward pass.
 
 mod minilm;
+mod openai;
 mod service;
 mod weights;
 
 pub use minilm::MiniLmEmbedder;
+pub use openai::{OpenAiEmbedder, OpenAiSettings};
 pub use service::EmbeddingService;
 pub use weights::{default_model_cache_dir, ensure_minilm_weights, ModelSource};
 

@@ -13,9 +13,10 @@ mod vector;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
-use memvault_storage::{CollectionName, TenantId};
+use memvault_storage::{CollectionName, EmbeddingModel, TenantId};
 use serde::{Deserialize, Serialize};
 
 pub use text::{KeyFilter, TextHit, TextIndex};
@@ -44,8 +45,8 @@ const PROGRESS_EVERY: usize = 10_000;
 pub struct IndexSettings {
     /// `{root}/{tenant}/{collection}/`; `None` keeps indexes in memory.
     pub root: Option<PathBuf>,
-    /// The embedding dimension.
-    pub dimensions: usize,
+    /// The configured embedding model: new collections are built with it.
+    pub model: EmbeddingModel,
 }
 
 impl IndexSettings {
@@ -65,16 +66,22 @@ pub struct IndexInput<'a> {
 
 pub struct CollectionIndexes {
     pub vector: VectorIndex,
-    pub text: TextIndex,
+    /// Shared with the indexes that replace these when the collection is re-embedded.
+    pub text: Arc<TextIndex>,
     /// Where the files live; `None` keeps everything in memory (tests).
     directory: Option<PathBuf>,
-    dimensions: usize,
+    /// The model that made the vectors.
+    model: EmbeddingModel,
     unsaved: AtomicUsize,
 }
 
 #[derive(Serialize, Deserialize)]
 struct VectorMeta {
     dimensions: usize,
+    /// The model that made the vectors; absent in files from before it was recorded,
+    /// which all-MiniLM-L6-v2 made.
+    #[serde(default)]
+    model: Option<String>,
     /// Every memory key up to this one was in the index when it was saved.
     highest_key: u64,
 }
@@ -84,29 +91,29 @@ impl CollectionIndexes {
     /// are `memories`. `label` names the collection in log lines.
     pub fn open(
         directory: Option<&Path>,
-        dimensions: usize,
+        model: &EmbeddingModel,
         memories: &[IndexInput<'_>],
         label: &str,
     ) -> Result<Self, IndexError> {
         let Some(directory) = directory else {
             let indexes = Self {
-                vector: VectorIndex::new(dimensions)?,
-                text: TextIndex::in_memory()?,
+                vector: VectorIndex::new(model.dimensions)?,
+                text: Arc::new(TextIndex::in_memory()?),
                 directory: None,
-                dimensions,
+                model: model.clone(),
                 unsaved: AtomicUsize::new(0),
             };
             indexes.index_all(memories, |_| true, |_| true, label)?;
             return Ok(indexes);
         };
         std::fs::create_dir_all(directory).map_err(|error| IndexError::Io(error.to_string()))?;
-        let (vector, vector_highest) = open_vectors(directory, dimensions, memories.len(), label)?;
+        let (vector, vector_highest) = open_vectors(directory, model, memories.len(), label)?;
         let (text, text_highest) = open_text(directory, label)?;
         let indexes = Self {
             vector,
-            text,
+            text: Arc::new(text),
             directory: Some(directory.to_owned()),
-            dimensions,
+            model: model.clone(),
             unsaved: AtomicUsize::new(0),
         };
         let vector_missing = |input: &IndexInput<'_>| {
@@ -188,6 +195,30 @@ impl CollectionIndexes {
         Ok(())
     }
 
+    /// The model that made the vectors.
+    pub fn model(&self) -> &EmbeddingModel {
+        &self.model
+    }
+
+    /// These indexes with `vector` (made by `model`) in place of the vector index; the
+    /// text index is shared. The new vectors are saved before this returns, so a restart
+    /// finds them instead of rebuilding.
+    pub fn with_vectors(
+        &self,
+        model: EmbeddingModel,
+        vector: VectorIndex,
+    ) -> Result<Self, IndexError> {
+        let indexes = Self {
+            unsaved: AtomicUsize::new(vector.len().max(1)),
+            vector,
+            text: self.text.clone(),
+            directory: self.directory.clone(),
+            model,
+        };
+        indexes.flush()?;
+        Ok(indexes)
+    }
+
     /// Indexes one memory (a new key; an older key of the same memory is removed by the
     /// caller).
     pub fn add(&self, key: u64, text: &str, embedding: &[f32]) -> Result<(), IndexError> {
@@ -233,7 +264,8 @@ impl CollectionIndexes {
             .save(&directory.join("vectors.usearch"))
             .and_then(|()| {
                 let meta = VectorMeta {
-                    dimensions: self.dimensions,
+                    dimensions: self.model.dimensions,
+                    model: Some(self.model.name.clone()),
                     highest_key: highest,
                 };
                 write_json(&directory.join("vectors.json"), &meta)
@@ -256,15 +288,23 @@ impl CollectionIndexes {
 
 fn open_vectors(
     directory: &Path,
-    dimensions: usize,
+    model: &EmbeddingModel,
     expected: usize,
     label: &str,
 ) -> Result<(VectorIndex, u64), IndexError> {
+    let dimensions = model.dimensions;
     let meta: Option<VectorMeta> = std::fs::read(directory.join("vectors.json"))
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    let made_by = |meta: &VectorMeta| {
+        let name = meta
+            .model
+            .clone()
+            .unwrap_or_else(|| EmbeddingModel::legacy().name);
+        meta.dimensions == dimensions && name == model.name
+    };
     let loaded = match meta {
-        Some(meta) if meta.dimensions == dimensions => {
+        Some(meta) if made_by(&meta) => {
             match VectorIndex::load(&directory.join("vectors.usearch"), dimensions) {
                 // Far more vectors than memories: mostly garbage from replaced keys.
                 Ok(index) if index.len() > expected * 2 + 1_000 => {
@@ -287,7 +327,7 @@ fn open_vectors(
         Some(_) => {
             tracing::warn!(
                 collection = label,
-                "vector index has other dimensions; rebuilding"
+                "vector index was made by another model; rebuilding"
             );
             None
         }

@@ -7,7 +7,8 @@
 //! - [`store`]: the narrow traits the rest of memvault persists through
 //!   ([`MetaStore`] for tenants, keys and collections; [`MemoryStore`] for memories and
 //!   their embeddings; [`JobStore`] for extraction jobs; [`OutboxStore`] for webhook
-//!   deliveries not yet delivered). Postgres will implement them next to sled.
+//!   deliveries not yet delivered; [`ReembedStore`] for the vectors of a re-embedding in
+//!   progress). Postgres will implement them next to sled.
 //! - [`sled_store`]: the embedded default, one sled directory under the data dir.
 //! - `store_suite` (feature `testing`): one behavioural test suite, one `#[test]` per
 //!   check for each implementation through [`store_suite!`].
@@ -38,10 +39,10 @@ pub mod store_suite;
 pub use crypto::{CryptoError, SecretBox};
 pub use error::StorageError;
 pub use records::{
-    ApiKeyRecord, CollectionName, CollectionRecord, CreatedBy, ExtractJobRecord,
-    ExtractionLlmRecord, GrantRecord, JobState, MemoryRecord, RememberedFact, StoredMemory,
-    Suspension, TenantId, TenantRecord, TenantSettings, UsageRow,
+    ApiKeyRecord, CollectionName, CollectionRecord, CreatedBy, EmbeddingModel, ExtractJobRecord,
+    ExtractionLlmRecord, GrantRecord, JobState, MemoryRecord, RememberedFact, StagedEmbedding,
+    StoredMemory, Suspension, TenantId, TenantRecord, TenantSettings, UsageRow,
 };
 pub use records::{AuditEntry, OutboxDelivery, WebhookRecord};
 pub use sled_store::SledStore;
-pub use store::{AuditStore, JobStore, MemoryStore, MetaStore, OutboxStore, Store};
+pub use store::{AuditStore, JobStore, MemoryStore, MetaStore, OutboxStore, ReembedStore, Store};

@@ -145,6 +145,57 @@ pub struct CollectionRecord {
     /// one or more grants it is restricted to the granted agents (and the owner key).
     #[serde(default)]
     pub grants: Vec<GrantRecord>,
+    /// The model that built the collection's vectors; `None` in records written before
+    /// collections recorded it, all of which all-MiniLM-L6-v2 built.
+    #[serde(default)]
+    pub embedding: Option<EmbeddingModel>,
+}
+
+impl CollectionRecord {
+    /// The model that built the collection's vectors.
+    pub fn embedding_model(&self) -> EmbeddingModel {
+        self.embedding
+            .clone()
+            .unwrap_or_else(EmbeddingModel::legacy)
+    }
+}
+
+/// Which model made a set of vectors: its name and the dimension of its vectors. Two
+/// vectors are comparable only when both agree.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct EmbeddingModel {
+    pub name: String,
+    pub dimensions: usize,
+}
+
+impl EmbeddingModel {
+    pub fn new(name: impl Into<String>, dimensions: usize) -> Self {
+        Self {
+            name: name.into(),
+            dimensions,
+        }
+    }
+
+    /// The model of every collection from before collections recorded theirs.
+    pub fn legacy() -> Self {
+        Self::new("all-MiniLM-L6-v2", 384)
+    }
+}
+
+impl std::fmt::Display for EmbeddingModel {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "{} ({} dimensions)", self.name, self.dimensions)
+    }
+}
+
+/// A memory's vector from the model a collection is being re-embedded with, kept apart
+/// from the live one until the collection switches. `key` is the memory's index key when
+/// it was embedded: a memory written since has a higher key and is embedded again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StagedEmbedding {
+    pub key: u64,
+    pub id: String,
+    pub embedding: Vec<f32>,
 }
 
 /// One agent's access to a restricted collection.

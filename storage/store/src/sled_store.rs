@@ -16,10 +16,14 @@
 //! {tenant}/j/{job}                    extraction job (JSON)
 //! {tenant}/q/{job}                    present while the job is unfinished (empty value)
 //! {tenant}/a/{entry}                  audit entry (JSON); ids are UUID v7, so by time
+//! {tenant}/e/{collection}/h           the model of a staged re-embedding (JSON)
+//! {tenant}/e/{collection}/v/{key}     a staged vector: the memory's index key as 20
+//!                                     digits, so by key; u32 LE id length, id, f32 LE
 //! ```
 //!
-//! A collection and its memories live in one tree, so deleting a collection or moving a
-//! memory is one atomic batch. Every write ends with `flush`, which hands sled's log to
+//! A collection, its memories and its staged re-embedding live in one tree, so deleting a
+//! collection, moving a memory or switching a collection to its new vectors is one atomic
+//! batch. Every write ends with `flush`, which hands sled's log to
 //! the operating system and waits for it: an acknowledged write survives a process crash.
 
 use std::path::Path;
@@ -30,10 +34,11 @@ use sled::{Batch, Db, Tree};
 
 use crate::error::{Result, StorageError};
 use crate::records::{
-    ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, ExtractJobRecord, MemoryRecord,
-    OutboxDelivery, StoredMemory, TenantId, TenantRecord, TenantSettings, UsageRow,
+    ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmbeddingModel, ExtractJobRecord,
+    MemoryRecord, OutboxDelivery, StagedEmbedding, StoredMemory, TenantId, TenantRecord,
+    TenantSettings, UsageRow,
 };
-use crate::store::{AuditStore, JobStore, MemoryStore, MetaStore, OutboxStore};
+use crate::store::{AuditStore, JobStore, MemoryStore, MetaStore, OutboxStore, ReembedStore};
 
 pub struct SledStore {
     db: Db,
@@ -93,6 +98,22 @@ fn memories_prefix(tenant: &TenantId, collection: &CollectionName) -> String {
 
 fn memory_key(tenant: &TenantId, collection: &CollectionName, id: &str) -> String {
     format!("{tenant}/m/{collection}/{id}")
+}
+
+fn staged_prefix(tenant: &TenantId, collection: &CollectionName) -> String {
+    format!("{tenant}/e/{collection}/")
+}
+
+fn staged_header_key(tenant: &TenantId, collection: &CollectionName) -> String {
+    format!("{tenant}/e/{collection}/h")
+}
+
+fn staged_vectors_prefix(tenant: &TenantId, collection: &CollectionName) -> String {
+    format!("{tenant}/e/{collection}/v/")
+}
+
+fn staged_vector_key(tenant: &TenantId, collection: &CollectionName, key: u64) -> String {
+    format!("{tenant}/e/{collection}/v/{key:020}")
 }
 
 fn settings_key(tenant: &TenantId) -> String {
@@ -187,6 +208,69 @@ fn decode_memory(key: &[u8], value: &[u8]) -> Result<StoredMemory> {
     Ok(StoredMemory { record, embedding })
 }
 
+fn encode_staged(staged: &StagedEmbedding) -> Result<Vec<u8>> {
+    let id_len = u32::try_from(staged.id.len()).map_err(|_| StorageError::Corrupt {
+        key: staged.id.clone(),
+        reason: "memory id longer than 4 GiB".to_owned(),
+    })?;
+    let mut bytes = Vec::with_capacity(4 + staged.id.len() + staged.embedding.len() * 4);
+    bytes.extend_from_slice(&id_len.to_le_bytes());
+    bytes.extend_from_slice(staged.id.as_bytes());
+    for component in &staged.embedding {
+        bytes.extend_from_slice(&component.to_le_bytes());
+    }
+    Ok(bytes)
+}
+
+fn decode_staged(key: &[u8], value: &[u8]) -> Result<StagedEmbedding> {
+    let corrupt = |reason: &str| StorageError::Corrupt {
+        key: String::from_utf8_lossy(key).into_owned(),
+        reason: reason.to_owned(),
+    };
+    let index_key = std::str::from_utf8(key)
+        .ok()
+        .and_then(|key| key.rsplit('/').next())
+        .and_then(|digits| digits.parse::<u64>().ok())
+        .ok_or_else(|| corrupt("key does not end in an index key"))?;
+    let header: [u8; 4] = value
+        .get(..4)
+        .and_then(|slice| slice.try_into().ok())
+        .ok_or_else(|| corrupt("value shorter than its header"))?;
+    let id_end = 4 + u32::from_le_bytes(header) as usize;
+    let id = value
+        .get(4..id_end)
+        .and_then(|bytes| std::str::from_utf8(bytes).ok())
+        .ok_or_else(|| corrupt("value shorter than its id, or the id is not UTF-8"))?;
+    let vector_bytes = &value[id_end..];
+    if !vector_bytes.len().is_multiple_of(4) {
+        return Err(corrupt("embedding length is not a multiple of 4"));
+    }
+    Ok(StagedEmbedding {
+        key: index_key,
+        id: id.to_owned(),
+        embedding: vector_bytes
+            .chunks_exact(4)
+            .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
+            .collect(),
+    })
+}
+
+impl SledStore {
+    /// Adds the removal of every staged re-embedding entry of a collection to `batch`.
+    fn unstage(
+        &self,
+        batch: &mut Batch,
+        tenant: &TenantId,
+        collection: &CollectionName,
+    ) -> Result<()> {
+        for entry in self.data.scan_prefix(staged_prefix(tenant, collection)) {
+            let (key, _) = entry?;
+            batch.remove(key);
+        }
+        Ok(())
+    }
+}
+
 impl MetaStore for SledStore {
     fn put_tenant(&self, tenant: &TenantRecord) -> Result<()> {
         self.put_json(&self.tenants, tenant.id.as_str(), tenant)
@@ -229,6 +313,7 @@ impl MetaStore for SledStore {
             batch.remove(key);
         }
         batch.remove(collection_key(tenant, name).as_bytes());
+        self.unstage(&mut batch, tenant, name)?;
         self.data.apply_batch(batch)?;
         self.flush()
     }
@@ -415,6 +500,73 @@ impl MemoryStore for SledStore {
         batch.insert(
             memory_key(tenant, to, &memory.record.id).as_bytes(),
             encode_memory(memory)?,
+        );
+        self.data.apply_batch(batch)?;
+        self.flush()
+    }
+}
+
+impl ReembedStore for SledStore {
+    fn stage_embeddings(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        model: &EmbeddingModel,
+        staged: &[StagedEmbedding],
+    ) -> Result<()> {
+        let header = staged_header_key(tenant, collection);
+        let current: Option<EmbeddingModel> = get_json(&self.data, &header)?;
+        let mut batch = Batch::default();
+        if current.as_ref() != Some(model) {
+            self.unstage(&mut batch, tenant, collection)?;
+            batch.insert(header.as_bytes(), serde_json::to_vec(model)?);
+        }
+        for entry in staged {
+            batch.insert(
+                staged_vector_key(tenant, collection, entry.key).as_bytes(),
+                encode_staged(entry)?,
+            );
+        }
+        self.data.apply_batch(batch)?;
+        self.flush()
+    }
+
+    fn staged_embeddings(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+    ) -> Result<Option<(EmbeddingModel, Vec<StagedEmbedding>)>> {
+        let Some(model) = get_json(&self.data, &staged_header_key(tenant, collection))? else {
+            return Ok(None);
+        };
+        let staged = self
+            .data
+            .scan_prefix(staged_vectors_prefix(tenant, collection))
+            .map(|entry| {
+                let (key, value) = entry?;
+                decode_staged(&key, &value)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some((model, staged)))
+    }
+
+    fn swap_embeddings(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionRecord,
+        memories: &[StoredMemory],
+    ) -> Result<()> {
+        let mut batch = Batch::default();
+        self.unstage(&mut batch, tenant, &collection.name)?;
+        for memory in memories {
+            batch.insert(
+                memory_key(tenant, &collection.name, &memory.record.id).as_bytes(),
+                encode_memory(memory)?,
+            );
+        }
+        batch.insert(
+            collection_key(tenant, &collection.name).as_bytes(),
+            serde_json::to_vec(collection)?,
         );
         self.data.apply_batch(batch)?;
         self.flush()

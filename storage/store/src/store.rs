@@ -4,8 +4,9 @@
 
 use crate::error::Result;
 use crate::records::{
-    ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, ExtractJobRecord, OutboxDelivery,
-    StoredMemory, TenantId, TenantRecord, TenantSettings, UsageRow,
+    ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmbeddingModel, ExtractJobRecord,
+    OutboxDelivery, StagedEmbedding, StoredMemory, TenantId, TenantRecord, TenantSettings,
+    UsageRow,
 };
 
 /// Tenants, their API keys and their collections.
@@ -18,7 +19,8 @@ pub trait MetaStore: Send + Sync + 'static {
 
     fn put_collection(&self, tenant: &TenantId, collection: &CollectionRecord) -> Result<()>;
     fn collections(&self, tenant: &TenantId) -> Result<Vec<CollectionRecord>>;
-    /// Removes the collection and every memory in it, atomically.
+    /// Removes the collection, every memory in it and any staged re-embedding,
+    /// atomically.
     fn delete_collection(&self, tenant: &TenantId, name: &CollectionName) -> Result<()>;
 
     /// Bytes the tenant's records take in the store (keys and values).
@@ -81,6 +83,36 @@ pub trait MemoryStore: Send + Sync + 'static {
     ) -> Result<()>;
 }
 
+/// A collection's re-embedding in progress: the new model's vectors, staged next to the
+/// live ones so a crash resumes where it stopped, and the switch to them in one write.
+pub trait ReembedStore: Send + Sync + 'static {
+    /// Adds staged vectors made by `model`. Staged vectors of another model are dropped
+    /// in the same write: a re-embedding towards a model no longer wanted is not resumed.
+    fn stage_embeddings(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        model: &EmbeddingModel,
+        staged: &[StagedEmbedding],
+    ) -> Result<()>;
+    /// The model of the staged vectors and the vectors, by index key ascending; `None`
+    /// when nothing is staged.
+    fn staged_embeddings(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+    ) -> Result<Option<(EmbeddingModel, Vec<StagedEmbedding>)>>;
+    /// Switches a collection to its new vectors in one atomic write: `memories` (the
+    /// collection's every memory with its new embedding) and `collection` (naming the new
+    /// model) are stored and the staged vectors are dropped.
+    fn swap_embeddings(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionRecord,
+        memories: &[StoredMemory],
+    ) -> Result<()>;
+}
+
 /// The webhook outbox: events waiting to be delivered, persisted before the first attempt
 /// so that a delivery pending at a crash is sent after the restart.
 pub trait OutboxStore: Send + Sync + 'static {
@@ -112,6 +144,9 @@ pub trait AuditStore: Send + Sync + 'static {
 }
 
 /// Everything the service persists; one value of it is shared by all actors.
-pub trait Store: MetaStore + MemoryStore + JobStore + OutboxStore + AuditStore {}
+pub trait Store:
+    MetaStore + MemoryStore + JobStore + OutboxStore + AuditStore + ReembedStore
+{
+}
 
-impl<T: MetaStore + MemoryStore + JobStore + OutboxStore + AuditStore> Store for T {}
+impl<T: MetaStore + MemoryStore + JobStore + OutboxStore + AuditStore + ReembedStore> Store for T {}

@@ -18,9 +18,9 @@ use chrono::{TimeZone, Utc};
 use serde_json::json;
 
 use crate::records::{
-    ApiKeyRecord, CollectionName, CollectionRecord, CreatedBy, ExtractJobRecord,
-    ExtractionLlmRecord, GrantRecord, JobState, MemoryRecord, RememberedFact, StoredMemory,
-    TenantId, TenantRecord, TenantSettings, UsageRow,
+    ApiKeyRecord, CollectionName, CollectionRecord, CreatedBy, EmbeddingModel, ExtractJobRecord,
+    ExtractionLlmRecord, GrantRecord, JobState, MemoryRecord, RememberedFact, StagedEmbedding,
+    StoredMemory, TenantId, TenantRecord, TenantSettings, UsageRow,
 };
 use crate::records::{AuditEntry, OutboxDelivery, WebhookRecord};
 use crate::store::Store;
@@ -50,6 +50,9 @@ macro_rules! store_suite {
                 jobs_leave_the_queue_when_finished,
                 outbox_keeps_deliveries_until_deleted,
                 audit_is_per_tenant_newest_first_and_pruned_by_age,
+                staged_embeddings_resume_by_key_and_swap_in_one_write,
+                staged_embeddings_of_another_model_are_dropped,
+                delete_collection_drops_its_staged_embeddings,
             );
         }
     };
@@ -89,6 +92,7 @@ pub fn sample_collection(name: &str) -> CollectionRecord {
             can_write: false,
             updated_at: now,
         }],
+        embedding: None,
     }
 }
 
@@ -297,6 +301,127 @@ pub fn move_memory_is_all_or_nothing(store: &dyn Store) {
     store.move_memory(&tenant.id, &from, &to, &memory).unwrap();
     assert!(store.memories(&tenant.id, &from).unwrap().is_empty());
     assert_eq!(store.memories(&tenant.id, &to).unwrap(), vec![memory]);
+}
+
+fn staged(key: u64, id: &str, first: f32) -> StagedEmbedding {
+    StagedEmbedding {
+        key,
+        id: id.to_owned(),
+        embedding: vec![first, 0.5, -0.25],
+    }
+}
+
+pub fn staged_embeddings_resume_by_key_and_swap_in_one_write(store: &dyn Store) {
+    let tenant = sample_tenant("reembed");
+    let collection = sample_collection("notes");
+    assert_eq!(collection.embedding_model(), EmbeddingModel::legacy());
+    store.put_collection(&tenant.id, &collection).unwrap();
+    let (a, b) = (sample_memory("a", "first"), sample_memory("b", "second"));
+    store
+        .put_memories(&tenant.id, &collection.name, &[a.clone(), b.clone()])
+        .unwrap();
+    assert_eq!(
+        store
+            .staged_embeddings(&tenant.id, &collection.name)
+            .unwrap(),
+        None
+    );
+    let model = EmbeddingModel::new("next", 3);
+    // Two writes, keys out of order: read back by key (how a resumed run finds where
+    // it stopped).
+    store
+        .stage_embeddings(
+            &tenant.id,
+            &collection.name,
+            &model,
+            &[staged(12, "b", 0.2)],
+        )
+        .unwrap();
+    store
+        .stage_embeddings(&tenant.id, &collection.name, &model, &[staged(9, "a", 0.1)])
+        .unwrap();
+    let (found, vectors) = store
+        .staged_embeddings(&tenant.id, &collection.name)
+        .unwrap()
+        .unwrap();
+    assert_eq!(found, model);
+    assert_eq!(vectors, vec![staged(9, "a", 0.1), staged(12, "b", 0.2)]);
+
+    let switched = CollectionRecord {
+        embedding: Some(model.clone()),
+        ..collection.clone()
+    };
+    let reembedded: Vec<StoredMemory> = [(a, 0.1), (b, 0.2)]
+        .into_iter()
+        .map(|(memory, first)| StoredMemory {
+            embedding: vec![first, 0.5, -0.25],
+            ..memory
+        })
+        .collect();
+    store
+        .swap_embeddings(&tenant.id, &switched, &reembedded)
+        .unwrap();
+    let mut stored = store.memories(&tenant.id, &collection.name).unwrap();
+    stored.sort_by(|left, right| left.record.id.cmp(&right.record.id));
+    assert_eq!(stored, reembedded);
+    assert_eq!(store.collections(&tenant.id).unwrap(), vec![switched]);
+    assert_eq!(
+        store
+            .staged_embeddings(&tenant.id, &collection.name)
+            .unwrap(),
+        None,
+        "a swap drops what was staged"
+    );
+}
+
+pub fn staged_embeddings_of_another_model_are_dropped(store: &dyn Store) {
+    let tenant = sample_tenant("restaged");
+    let notes = name("notes");
+    let first = EmbeddingModel::new("first", 3);
+    let second = EmbeddingModel::new("second", 3);
+    store
+        .stage_embeddings(&tenant.id, &notes, &first, &[staged(1, "a", 0.1)])
+        .unwrap();
+    store
+        .stage_embeddings(&tenant.id, &notes, &second, &[staged(2, "b", 0.2)])
+        .unwrap();
+    assert_eq!(
+        store.staged_embeddings(&tenant.id, &notes).unwrap(),
+        Some((second, vec![staged(2, "b", 0.2)]))
+    );
+    // Another tenant's collection of the same name sees nothing.
+    let other = sample_tenant("restaged-other");
+    assert_eq!(store.staged_embeddings(&other.id, &notes).unwrap(), None);
+}
+
+pub fn delete_collection_drops_its_staged_embeddings(store: &dyn Store) {
+    let tenant = sample_tenant("unstaged");
+    for collection in ["doomed", "doomed-not"] {
+        store
+            .put_collection(&tenant.id, &sample_collection(collection))
+            .unwrap();
+        store
+            .stage_embeddings(
+                &tenant.id,
+                &name(collection),
+                &EmbeddingModel::new("next", 3),
+                &[staged(1, "a", 0.1)],
+            )
+            .unwrap();
+    }
+    store
+        .delete_collection(&tenant.id, &name("doomed"))
+        .unwrap();
+    assert_eq!(
+        store
+            .staged_embeddings(&tenant.id, &name("doomed"))
+            .unwrap(),
+        None
+    );
+    assert!(store
+        .staged_embeddings(&tenant.id, &name("doomed-not"))
+        .unwrap()
+        .is_some());
 }
 
 pub fn tenants_never_see_each_other(store: &dyn Store) {

@@ -86,6 +86,7 @@ make_error_codes! {
     TaskFailed = ("task_failed", 503, "Background work the request waited for did not complete; retry shortly.");
     IndexFailed = ("index_failed", 503, "The collection's search index failed; it is rebuilt, retry shortly.");
     StoreInconsistent = ("store_inconsistent", 503, "A memory is in the collection's state but not in the store; the collection reloads, retry shortly.");
+    EmbeddingModelUnavailable = ("embedding_model_unavailable", 503, "The model that built the collection's vectors cannot run on this server; the collection is being re-embedded with the configured model, retry when that is done.");
     ExtractionUnavailable = ("extraction_unavailable", 503, "The extraction queue is not running.");
     EncryptionKeyMissing = ("encryption_key_missing", 503, "The server has no encryption key, so it cannot store credentials.");
     LlmKeyUnreadable = ("llm_key_unreadable", 503, "The tenant's stored LLM key cannot be decrypted.");

@@ -159,6 +159,7 @@ pub(super) const TABLE: &[Entry] = &[
     entry("GET", "/v1/memory/admin/analytics", Access::Operator, Shape::Tenant, 200),
     entry("GET", "/v1/memory/admin/audit", Access::Operator, Shape::Tenant, 200),
     entry("GET", "/v1/memory/admin/memory-health", Access::Operator, Shape::Tenant, 200),
+    entry("GET", "/v1/memory/admin/embeddings", Access::Operator, Shape::Tenant, 200),
     // Reads of the caller's tenant.
     entry("GET", "/v1/memory/admin/me", Access::TenantRead, Shape::Tenant, 200),
     entry("GET", "/v1/memory/admin/stats", Access::TenantRead, Shape::Tenant, 200),

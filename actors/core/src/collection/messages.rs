@@ -3,7 +3,11 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use memvault_storage::{CollectionName, CreatedBy, MemoryRecord, RememberedFact, StoredMemory};
+use memvault_index::VectorIndex;
+use memvault_storage::{
+    CollectionName, CollectionRecord, CreatedBy, EmbeddingModel, MemoryRecord, RememberedFact,
+    StoredMemory,
+};
 use ractor::RpcReplyPort;
 
 use super::remember::IncomingFact;
@@ -12,15 +16,19 @@ use crate::maintenance::dedup::DedupReport;
 use crate::memory::MemoryChange;
 
 pub enum CollectionMessage {
-    /// Persists new memories (already embedded and stamped) and publishes them.
+    /// Persists new memories (already embedded by `model` and stamped) and publishes
+    /// them.
     Insert {
         memories: Vec<StoredMemory>,
+        model: EmbeddingModel,
         reply: RpcReplyPort<Result<Vec<Arc<MemoryRecord>>>>,
     },
     /// Takes in extracted facts with supersession (see `remember.rs`); replies with one
     /// entry per fact, in order.
     Remember {
         facts: Vec<IncomingFact>,
+        /// What embedded the facts.
+        model: EmbeddingModel,
         importance: f64,
         created_by: CreatedBy,
         /// The time decisions are made at (expiry) and stamped on new memories.
@@ -31,6 +39,8 @@ pub enum CollectionMessage {
     Update {
         id: String,
         change: MemoryChange,
+        /// What embedded a changed text.
+        model: EmbeddingModel,
         at: DateTime<Utc>,
         reply: RpcReplyPort<Result<Arc<MemoryRecord>>>,
     },
@@ -42,6 +52,8 @@ pub enum CollectionMessage {
     /// write removes it there and adds it here.
     Adopt {
         memory: Box<StoredMemory>,
+        /// What embedded the memory.
+        model: EmbeddingModel,
         from: CollectionName,
         reply: RpcReplyPort<Result<Arc<MemoryRecord>>>,
     },
@@ -70,6 +82,26 @@ pub enum CollectionMessage {
     /// Deletes the collection and all its memories from the store, then stops. Emits no
     /// webhook event (see the module docs of `collection`).
     Destroy { reply: RpcReplyPort<Result<()>> },
+    /// Switches the collection to the vectors its re-embedding staged: every memory's
+    /// staged vector and `record` (naming the new model) are stored in one write, and
+    /// `vectors` (built from them) replaces the vector index. When a memory has no staged
+    /// vector yet (written since), nothing changes and the index comes back.
+    SwitchEmbeddings {
+        record: CollectionRecord,
+        vectors: Box<VectorIndex>,
+        reply: RpcReplyPort<Result<Switch>>,
+    },
     /// Timer tick: commit pending text-index writes, save vectors when enough changed.
     Maintain,
+}
+
+/// How a [`CollectionMessage::SwitchEmbeddings`] ended.
+pub enum Switch {
+    /// The collection now answers from the new vectors.
+    Done,
+    /// `missing` memories have no staged vector yet; stage them and ask again.
+    Behind {
+        missing: usize,
+        vectors: Box<VectorIndex>,
+    },
 }

@@ -27,13 +27,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use memvault_index::VectorIndex;
 use memvault_storage::{
-    CollectionName, CreatedBy, MemoryRecord, RememberedFact, Store, StoredMemory, TenantId,
+    CollectionName, CollectionRecord, CreatedBy, EmbeddingModel, MemoryRecord, RememberedFact,
+    Store, StoredMemory, TenantId,
 };
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 pub use health::{recount, stale_cutoff, CollectionHealth};
-pub use messages::CollectionMessage;
+pub use messages::{CollectionMessage, Switch};
 pub use remember::{apply_changes, decide, stored_targets, Change, Decision, IncomingFact, Target};
 pub use state::{CollectionHandle, CollectionSnapshot};
 
@@ -222,6 +224,19 @@ impl CollectionState {
         Ok(())
     }
 
+    /// Refuses vectors that another model made than the one the collection is on (it
+    /// switched after the caller embedded); the caller embeds again.
+    fn check_model(&self, model: &EmbeddingModel) -> Result<()> {
+        let current = self.handle.embedding.load();
+        if **current == *model {
+            return Ok(());
+        }
+        Err(Error::EmbeddingSwitched {
+            collection: self.name().clone(),
+            model: current.to_string(),
+        })
+    }
+
     /// Adds freshly written memories to both indexes.
     async fn index_new(&mut self, memories: Arc<Vec<StoredMemory>>) {
         self.index(move |indexes| {
@@ -304,7 +319,7 @@ impl Actor for CollectionActor {
         let directory = args
             .indexing
             .directory(&args.handle.tenant, &args.handle.name);
-        let dimensions = args.indexing.dimensions;
+        let model = (**args.handle.embedding.load()).clone();
         let label = format!("{}/{}", args.handle.tenant, args.handle.name);
         let (indexes, stored) = tokio::task::spawn_blocking(move || {
             let inputs: Vec<IndexInput<'_>> = stored
@@ -315,8 +330,7 @@ impl Actor for CollectionActor {
                     embedding: &memory.embedding,
                 })
                 .collect();
-            let indexes =
-                CollectionIndexes::open(directory.as_deref(), dimensions, &inputs, &label);
+            let indexes = CollectionIndexes::open(directory.as_deref(), &model, &inputs, &label);
             drop(inputs);
             (indexes, stored)
         })
@@ -403,27 +417,46 @@ impl Actor for CollectionActor {
         state: &mut CollectionState,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            CollectionMessage::Insert { memories, reply } => {
-                let result = insert(state, memories).await;
+            CollectionMessage::Insert {
+                memories,
+                model,
+                reply,
+            } => {
+                let result = match state.check_model(&model) {
+                    Ok(()) => insert(state, memories).await,
+                    Err(error) => Err(error),
+                };
                 settle(reply, result, state)
             }
             CollectionMessage::Remember {
                 facts,
+                model,
                 importance,
                 created_by,
                 now,
                 reply,
             } => {
-                let result = remember(state, facts, importance, created_by, now).await;
+                let result = match state.check_model(&model) {
+                    Ok(()) => remember(state, facts, importance, created_by, now).await,
+                    Err(error) => Err(error),
+                };
                 settle(reply, result, state)
             }
             CollectionMessage::Update {
                 id,
                 change,
+                model,
                 at,
                 reply,
             } => {
-                let result = update(state, &id, change, at).await;
+                let checked = match change.text {
+                    Some(_) => state.check_model(&model),
+                    None => Ok(()),
+                };
+                let result = match checked {
+                    Ok(()) => update(state, &id, change, at).await,
+                    Err(error) => Err(error),
+                };
                 settle(reply, result, state)
             }
             CollectionMessage::Dedup {
@@ -450,10 +483,14 @@ impl Actor for CollectionActor {
             }
             CollectionMessage::Adopt {
                 memory,
+                model,
                 from,
                 reply,
             } => {
-                let result = adopt(state, *memory, from).await;
+                let result = match state.check_model(&model) {
+                    Ok(()) => adopt(state, *memory, from).await,
+                    Err(error) => Err(error),
+                };
                 settle(reply, result, state)
             }
             CollectionMessage::Evict { id, reply } => {
@@ -486,6 +523,14 @@ impl Actor for CollectionActor {
                     myself.stop(Some("collection deleted".to_owned()));
                 }
                 Ok(())
+            }
+            CollectionMessage::SwitchEmbeddings {
+                record,
+                vectors,
+                reply,
+            } => {
+                let result = switch_embeddings(state, record, vectors).await;
+                settle(reply, result, state)
             }
             CollectionMessage::Maintain => {
                 if !state.destroyed && state.indexes.text.is_dirty() {
@@ -647,6 +692,81 @@ async fn adopt(
     state.put_current(record.clone());
     state.publish();
     Ok(record)
+}
+
+/// See [`CollectionMessage::SwitchEmbeddings`].
+async fn switch_embeddings(
+    state: &mut CollectionState,
+    record: CollectionRecord,
+    vectors: Box<VectorIndex>,
+) -> Result<Switch> {
+    let model = record.embedding_model();
+    let (store, tenant, name) = (
+        state.store.clone(),
+        state.tenant().clone(),
+        state.name().clone(),
+    );
+    let staged = blocking(move || store.staged_embeddings(&tenant, &name)).await?;
+    let staged = match staged {
+        Some((staged_model, staged)) if staged_model == model => staged,
+        _ => Vec::new(),
+    };
+    let mut by_key: HashMap<u64, Vec<f32>> = staged
+        .into_iter()
+        .map(|staged| (staged.key, staged.embedding))
+        .collect();
+    let mut switched = Vec::with_capacity(state.current.memories.len());
+    let mut missing = 0;
+    for memory in state.current.memories.values() {
+        match by_key.remove(&memory.index_key) {
+            Some(embedding) if embedding.len() == model.dimensions => switched.push(StoredMemory {
+                record: (**memory).clone(),
+                embedding,
+            }),
+            _ => missing += 1,
+        }
+    }
+    if missing > 0 {
+        return Ok(Switch::Behind { missing, vectors });
+    }
+    let (store, tenant, stored_record) =
+        (state.store.clone(), state.tenant().clone(), record.clone());
+    let count = switched.len();
+    blocking(move || store.swap_embeddings(&tenant, &stored_record, &switched)).await?;
+    let current = state.indexes.clone();
+    let replaced = tokio::task::spawn_blocking({
+        let model = model.clone();
+        move || current.with_vectors(model, *vectors)
+    })
+    .await;
+    let indexes = match replaced {
+        Ok(Ok(indexes)) => Arc::new(indexes),
+        Ok(Err(error)) => {
+            // The store has switched: the restart rebuilds the vectors from it.
+            state.index_failure.get_or_insert(error);
+            state.handle.embedding.store(Arc::new(model));
+            return Ok(Switch::Done);
+        }
+        Err(error) => {
+            state
+                .index_failure
+                .get_or_insert(memvault_index::IndexError::Io(error.to_string()));
+            state.handle.embedding.store(Arc::new(model));
+            return Ok(Switch::Done);
+        }
+    };
+    state.indexes = indexes.clone();
+    state.handle.indexes.store(Some(indexes));
+    state.handle.embedding.store(Arc::new(model.clone()));
+    state.publish();
+    tracing::info!(
+        tenant = %state.tenant(),
+        collection = %state.name(),
+        model = %model,
+        memories = count,
+        "collection switched to its re-embedded vectors"
+    );
+    Ok(Switch::Done)
 }
 
 /// Carries out [`decide`]'s decisions: new facts and the memories they supersede or set

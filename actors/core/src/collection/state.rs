@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arc_swap::{ArcSwap, ArcSwapOption};
 use chrono::{DateTime, Utc};
-use memvault_storage::{CollectionName, MemoryRecord, TenantId};
+use memvault_storage::{CollectionName, EmbeddingModel, MemoryRecord, TenantId};
 use ractor::ActorRef;
 
 use super::health::HealthCounters;
@@ -275,10 +275,13 @@ pub struct CollectionHandle {
     pub indexes: ArcSwapOption<CollectionIndexes>,
     /// The last summary written, valid while the snapshot version is unchanged.
     pub summary: ArcSwapOption<CachedSummary>,
+    /// The model that made the collection's vectors: its writes and its queries are
+    /// embedded by it. Changed only by the actor, when a re-embedding switches it.
+    pub embedding: ArcSwap<EmbeddingModel>,
 }
 
 impl CollectionHandle {
-    pub fn new(tenant: TenantId, name: CollectionName) -> Arc<Self> {
+    pub fn new(tenant: TenantId, name: CollectionName, embedding: EmbeddingModel) -> Arc<Self> {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         Arc::new(Self {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
@@ -289,6 +292,7 @@ impl CollectionHandle {
             restarts: AtomicU64::new(0),
             indexes: ArcSwapOption::empty(),
             summary: ArcSwapOption::empty(),
+            embedding: ArcSwap::from_pointee(embedding),
         })
     }
 

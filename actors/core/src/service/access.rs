@@ -330,6 +330,7 @@ mod tests {
                     updated_at: Utc::now(),
                 })
                 .collect(),
+            embedding: None,
         }
     }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use memvault_storage::{CollectionName, MemoryRecord, TenantId};
+use memvault_storage::{CollectionName, EmbeddingModel, MemoryRecord, TenantId};
 
 use super::access::{CollectionAccess, Read, Sweep};
 use super::Memvault;
@@ -13,9 +13,24 @@ use crate::error::Result;
 use crate::maintenance::dedup::DedupReport;
 use crate::maintenance::extractive::{extractive_summary, SummaryItem};
 use crate::maintenance::{CachedSummary, CollectionSummary};
+use crate::reembed::Progress;
 use crate::service::Purpose;
 use memvault_index::search::filter::is_current;
 use memvault_types::limits::DEDUP_WINDOW;
+
+/// A collection's health and the state of its vectors.
+#[derive(Debug, Clone)]
+pub struct CollectionReport {
+    pub health: CollectionHealth,
+    pub embedding: EmbeddingStatus,
+}
+
+/// Which model made a collection's vectors, and its re-embedding if one runs.
+#[derive(Debug, Clone)]
+pub struct EmbeddingStatus {
+    pub model: EmbeddingModel,
+    pub reembedding: Option<Progress>,
+}
 
 /// Health summed over every collection of every tenant.
 #[derive(Debug, Clone)]
@@ -92,12 +107,16 @@ impl Maintenance {
         &self,
         access: &CollectionAccess<Read>,
         stale_days: u32,
-    ) -> Result<Option<CollectionHealth>> {
+    ) -> Result<Option<CollectionReport>> {
         let (tenant, collection) = (access.tenant(), access.collection());
         match self.root.collection_entry(tenant, collection) {
-            Ok(entry) => Ok(Some(
-                entry.handle.snapshot().health(self.root.now(), stale_days),
-            )),
+            Ok(entry) => Ok(Some(CollectionReport {
+                health: entry.handle.snapshot().health(self.root.now(), stale_days),
+                embedding: EmbeddingStatus {
+                    model: (**entry.handle.embedding.load()).clone(),
+                    reembedding: self.root.reembedding().get(tenant, collection),
+                },
+            })),
             Err(error) if error.is_not_found() => Ok(None),
             Err(error) => Err(error),
         }

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use memvault_storage::{CollectionName, CreatedBy, MemoryRecord, StoredMemory, TenantId};
+use memvault_storage::{
+    CollectionName, CreatedBy, EmbeddingModel, MemoryRecord, StoredMemory, TenantId,
+};
 
 use super::access::{CollectionAccess, Read, Write};
 use super::Memvault;
@@ -25,16 +27,33 @@ pub struct Memories {
 }
 
 impl Memories {
-    /// Embeds the texts in one batch, then persists all memories in one actor call (one
-    /// atomic store write). The collection is created when missing.
+    /// Embeds the texts in one batch (by the collection's model), then persists all
+    /// memories in one actor call (one atomic store write). The collection is created
+    /// when missing. Embedded again when the collection switched models meanwhile.
     pub async fn create(
         &self,
         access: &CollectionAccess<Write>,
         memories: Vec<NewMemory>,
     ) -> Result<Vec<Arc<MemoryRecord>>> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.create_once(access, memories.clone()).await {
+                Err(Error::EmbeddingSwitched { .. }) if attempt < 3 => continue,
+                result => return result,
+            }
+        }
+    }
+
+    async fn create_once(
+        &self,
+        access: &CollectionAccess<Write>,
+        memories: Vec<NewMemory>,
+    ) -> Result<Vec<Arc<MemoryRecord>>> {
         let (agent, collection) = (access.agent(), access.collection());
+        let model = self.root.collection_model(&agent.tenant_id, collection);
         let texts = memories.iter().map(|memory| memory.text.clone()).collect();
-        let embeddings = self.root.embed_texts(texts).await?;
+        let embeddings = self.root.embed_texts(&model, texts).await?;
         let handle = self
             .root
             .ensure_collection(&agent.tenant_id, collection)
@@ -66,6 +85,7 @@ impl Memories {
         self.root
             .call_collection(&handle, |reply| CollectionMessage::Insert {
                 memories: stored,
+                model,
                 reply,
             })
             .await
@@ -113,22 +133,33 @@ impl Memories {
         patch: MemoryPatch,
     ) -> Result<Arc<MemoryRecord>> {
         let (tenant, collection) = (access.tenant(), access.collection());
-        let current = self.memory(tenant, collection, id)?;
-        let text = match patch.text {
-            Some(text) if text != current.text => {
-                let embedding = self.root.embed_text(text.clone()).await?;
-                Some((text, embedding))
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let current = self.memory(tenant, collection, id)?;
+            let model = self.root.collection_model(tenant, collection);
+            let text = match &patch.text {
+                Some(text) if *text != current.text => {
+                    let embedding = self.root.embed_text(&model, text.clone()).await?;
+                    Some((text.clone(), embedding))
+                }
+                _ => None,
+            };
+            let change = MemoryChange {
+                text,
+                importance: patch.importance,
+                category: patch.category.clone(),
+                metadata: patch.metadata.clone(),
+                ..MemoryChange::default()
+            };
+            match self
+                .update_with(tenant, collection, id, change, model)
+                .await
+            {
+                Err(Error::EmbeddingSwitched { .. }) if attempt < 3 => continue,
+                result => return result,
             }
-            _ => None,
-        };
-        let change = MemoryChange {
-            text,
-            importance: patch.importance,
-            category: patch.category,
-            metadata: patch.metadata,
-            ..MemoryChange::default()
-        };
-        self.update_memory(tenant, collection, id, change).await
+        }
     }
 
     pub async fn set_pinned(
@@ -159,12 +190,26 @@ impl Memories {
         self.update_memory(tenant, collection, id, change).await
     }
 
+    /// A change without a new text (the model is not checked).
     async fn update_memory(
         &self,
         tenant: &TenantId,
         collection: &CollectionName,
         id: &str,
         change: MemoryChange,
+    ) -> Result<Arc<MemoryRecord>> {
+        let model = self.root.collection_model(tenant, collection);
+        self.update_with(tenant, collection, id, change, model)
+            .await
+    }
+
+    async fn update_with(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        id: &str,
+        change: MemoryChange,
+        model: EmbeddingModel,
     ) -> Result<Arc<MemoryRecord>> {
         let entry = self.root.collection_entry(tenant, collection)?;
         let id = id.to_owned();
@@ -173,6 +218,7 @@ impl Memories {
             .call_collection(&entry.handle, |reply| CollectionMessage::Update {
                 id,
                 change,
+                model,
                 at,
                 reply,
             })
@@ -212,18 +258,29 @@ impl Memories {
             from.clone(),
             id.to_owned(),
         );
-        let stored = tokio::task::spawn_blocking(move || store.memory(&owner, &source_name, &key))
-            .await
-            .map_err(|error| Error::TaskFailed {
-                task: "storage task",
-                reason: error.to_string(),
-            })??
-            .ok_or_else(|| memory_not_found(id, from))?;
+        let mut stored =
+            tokio::task::spawn_blocking(move || store.memory(&owner, &source_name, &key))
+                .await
+                .map_err(|error| Error::TaskFailed {
+                    task: "storage task",
+                    reason: error.to_string(),
+                })??
+                .ok_or_else(|| memory_not_found(id, from))?;
+        // Collections on different models: the memory is embedded by the target's.
+        let source_model = (**source.handle.embedding.load()).clone();
+        let model = (**target.embedding.load()).clone();
+        if model != source_model {
+            stored.embedding = self
+                .root
+                .embed_text(&model, stored.record.text.clone())
+                .await?;
+        }
         let from_name = from.clone();
         let moved = self
             .root
             .call_collection(&target, |reply| CollectionMessage::Adopt {
                 memory: Box::new(stored),
+                model,
                 from: from_name,
                 reply,
             })

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use dashmap::DashMap;
-use memvault_storage::{CollectionName, Store, TenantId};
+use memvault_storage::{CollectionName, EmbeddingModel, Store, TenantId};
 use ractor::{Actor, ActorRef};
 
 pub use access::{
@@ -34,9 +34,9 @@ pub use changes::CollectionChanges;
 pub use collections::{CollectionView, Collections};
 pub use intelligence::{IntelligenceConfig, ModelPrice, Purpose};
 pub use keys::{Keys, NewKey};
-pub use maintenance::{Maintenance, ServiceHealth};
+pub use maintenance::{CollectionReport, EmbeddingStatus, Maintenance, ServiceHealth};
 pub use memories::{ListPage, Memories};
-pub use operator::{Operator, OperatorUsage, PurposeUsage, Signups};
+pub use operator::{EmbeddingsOverview, Operator, OperatorUsage, PurposeUsage, Signups};
 pub use proxy::Proxy;
 pub use remember::{
     Contradiction, Extractor, Graph, Profile, RememberInput, RememberOutcome, SlotHistory,
@@ -50,14 +50,16 @@ use crate::agent::KeyDirectory;
 use crate::audit::AuditLog;
 use crate::call::{blocking, call_actor};
 use crate::collection::{CollectionHandle, CollectionMessage};
+use crate::embedders::Embedders;
 use crate::error::{Error, Result};
 use crate::events::EventBroker;
 use crate::extraction::{ExtractionJobs, Remember};
 use crate::metrics::{Counter, Metrics, Stage};
+use crate::reembed::{ReembedJobs, ReembedProgress};
 use crate::root::{RootActor, RootArgs, RootMessage};
 use crate::tenant::{CollectionEntry, TenantHandle, TenantMessage};
 use crate::webhooks::{record_events, WebhookDeliveries, WebhookSettings, CONCURRENT_ATTEMPTS};
-use memvault_embed::{EmbeddingError, EmbeddingService};
+use memvault_embed::EmbeddingService;
 use memvault_index::search::cache::SearchCaches;
 use memvault_index::IndexSettings;
 use memvault_jobs::{JobQueue, Recurring, Scheduler};
@@ -202,7 +204,7 @@ struct Inner {
     tenants: Arc<DashMap<TenantId, Arc<TenantHandle>>>,
     keys: Arc<KeyDirectory>,
     store: Arc<dyn Store>,
-    embedder: EmbeddingService,
+    embedders: Embedders,
     caches: SearchCaches,
     intelligence: intelligence::Intelligence,
     /// The extraction job queue; set once it has started (its kind holds a weak
@@ -212,6 +214,9 @@ struct Inner {
     webhooks: JobQueue<WebhookDeliveries>,
     /// Where collection actors publish memory changes.
     events: EventBroker,
+    /// Re-embeds collections built by another model than the configured one.
+    reembed: JobQueue<ReembedJobs>,
+    reembed_progress: ReembedProgress,
     /// The subscriber that turns events into outbox deliveries; awaited at shutdown so
     /// the last writes' events reach the outbox.
     webhook_recorder: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -228,14 +233,14 @@ impl Memvault {
     /// Starts the actor tree, loading every tenant and collection from the store.
     pub async fn start(
         store: Arc<dyn Store>,
-        embedder: EmbeddingService,
+        embedders: Embedders,
         config: ServiceConfig,
     ) -> Result<Self> {
         let keys = KeyDirectory::new();
         let tenants = Arc::new(DashMap::new());
         let indexing = Arc::new(IndexSettings {
             root: config.index_dir.clone(),
-            dimensions: embedder.dimensions(),
+            model: embedders.current_model().clone(),
         });
         let events = EventBroker::new(config.clock.clone());
         let args = RootArgs {
@@ -277,6 +282,23 @@ impl Memvault {
             tenants.clone(),
             webhooks.clone(),
         ));
+        // After the root actor: the jobs are the collections it loaded on another model.
+        let reembed_progress = ReembedProgress::default();
+        let reembed = JobQueue::start(
+            Arc::new(ReembedJobs::new(
+                store.clone(),
+                tenants.clone(),
+                embedders.clone(),
+                reembed_progress.clone(),
+                config.clock.clone(),
+            )),
+            1,
+        )
+        .await
+        .map_err(|error| Error::StartFailed {
+            what: "the re-embedding queue".to_owned(),
+            reason: error.to_string(),
+        })?;
         let audit = AuditLog::start(store.clone());
         let scheduler = Scheduler::new();
         schedule_pruning(&scheduler, &store, &config);
@@ -286,12 +308,14 @@ impl Memvault {
                 tenants,
                 keys,
                 store,
-                embedder,
+                embedders,
                 caches: SearchCaches::new(config.search_cache_entries, 10_000),
                 intelligence,
                 extraction: OnceLock::new(),
                 webhooks,
                 events,
+                reembed,
+                reembed_progress,
                 webhook_recorder: Mutex::new(Some(recorder)),
                 scheduler,
                 metrics: Metrics::new(),
@@ -331,6 +355,7 @@ impl Memvault {
         if let Some(extraction) = self.inner.extraction.get() {
             extraction.stop().await;
         }
+        self.inner.reembed.stop().await;
         self.inner
             .root
             .stop_and_wait(
@@ -419,22 +444,40 @@ impl Memvault {
         &self.inner.scheduler
     }
 
+    /// The configured embedding model's service.
     pub fn embedder(&self) -> &EmbeddingService {
-        &self.inner.embedder
+        self.inner.embedders.current()
+    }
+
+    /// Every re-embedding in progress.
+    pub fn reembedding(&self) -> &ReembedProgress {
+        &self.inner.reembed_progress
+    }
+
+    /// The collections not yet on the configured embedding model.
+    pub fn outdated_collections(&self) -> Vec<(TenantId, CollectionName)> {
+        ReembedJobs::outdated(&self.inner.tenants, self.inner.embedders.current_model())
+    }
+
+    /// Every embedding model this service runs: the configured one and the earlier ones
+    /// collections not yet re-embedded still use.
+    pub fn embedders(&self) -> &Embedders {
+        &self.inner.embedders
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
     }
 
-    /// One vector per text, from the embedding thread; timed as the `embed` stage.
+    /// One vector per text by `model`; timed as the `embed` stage.
     async fn embed_texts(
         &self,
+        model: &EmbeddingModel,
         texts: Vec<String>,
-    ) -> std::result::Result<Vec<Vec<f32>>, EmbeddingError> {
+    ) -> Result<Vec<Vec<f32>>> {
         let started = std::time::Instant::now();
         let count = texts.len() as u64;
-        let vectors = self.inner.embedder.embed(texts).await;
+        let vectors = self.inner.embedders.embed(model, texts).await;
         self.inner
             .metrics
             .record_stage(Stage::Embed, started.elapsed());
@@ -443,11 +486,20 @@ impl Memvault {
     }
 
     /// [`Self::embed_texts`] for one text.
-    async fn embed_text(&self, text: String) -> std::result::Result<Vec<f32>, EmbeddingError> {
-        let mut vectors = self.embed_texts(vec![text]).await?;
-        vectors
-            .pop()
-            .ok_or_else(|| EmbeddingError::Inference("no vector returned".to_owned()))
+    async fn embed_text(&self, model: &EmbeddingModel, text: String) -> Result<Vec<f32>> {
+        let mut vectors = self.embed_texts(model, vec![text]).await?;
+        vectors.pop().ok_or_else(|| {
+            memvault_embed::EmbeddingError::Inference("no vector returned".to_owned()).into()
+        })
+    }
+
+    /// The model that embeds a collection's writes: its own, or the configured one for a
+    /// collection that does not exist yet.
+    fn collection_model(&self, tenant: &TenantId, collection: &CollectionName) -> EmbeddingModel {
+        match self.collection_entry(tenant, collection) {
+            Ok(entry) => (**entry.handle.embedding.load()).clone(),
+            Err(_) => self.inner.embedders.current_model().clone(),
+        }
     }
 
     /// Whether the actor tree is up (for health checks).

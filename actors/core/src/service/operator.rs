@@ -4,13 +4,14 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Datelike, Duration as ChronoDuration, NaiveDate, Utc};
-use memvault_storage::TenantId;
+use memvault_storage::{EmbeddingModel, TenantId};
 
 use super::intelligence::month_of;
 use super::{ActorRestarts, Memvault};
 use crate::call::blocking;
 use crate::error::Result;
 use crate::metrics::Metrics;
+use crate::reembed::{Finished, Progress};
 use memvault_jobs::{JobMetricsSnapshot, RecurringSnapshot};
 
 /// Storage and LLM usage of every tenant over a window of days.
@@ -50,6 +51,27 @@ pub struct Signups {
     pub by_day: Vec<(NaiveDate, u64)>,
 }
 
+/// Which models made the service's vectors, and how far re-embedding towards the
+/// configured one is. Aggregates: no collection or tenant is named.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddingsOverview {
+    /// The configured model: every new collection and every re-embedding uses it.
+    pub model: EmbeddingModel,
+    /// Collections by the model that made their vectors, the most used first.
+    pub by_model: Vec<(EmbeddingModel, usize)>,
+    /// Collections still on another model than the configured one.
+    pub outdated: usize,
+    /// Memories with a vector by the configured model, over every collection being
+    /// re-embedded now, of `memories_total`.
+    pub memories_done: usize,
+    pub memories_total: usize,
+    /// Re-embeddings whose last attempt failed (they are retried), and the latest reason.
+    pub failing: usize,
+    pub last_error: Option<String>,
+    /// Re-embeddings that switched since the process started.
+    pub finished: Finished,
+}
+
 /// What the operator of the service sees: usage, signups, jobs, restarts.
 #[derive(Clone)]
 pub struct Operator {
@@ -59,11 +81,53 @@ pub struct Operator {
 impl Operator {
     /// Every job kind's counters, since the process started.
     pub fn job_metrics(&self) -> Vec<(&'static str, JobMetricsSnapshot)> {
-        let mut kinds = vec![("webhook_delivery", self.root.inner.webhooks.metrics())];
+        let mut kinds = vec![
+            ("webhook_delivery", self.root.inner.webhooks.metrics()),
+            ("reembed", self.root.inner.reembed.metrics()),
+        ];
         if let Some(extraction) = self.root.inner.extraction.get() {
             kinds.insert(0, ("extraction", extraction.metrics()));
         }
         kinds
+    }
+
+    /// Which models made the service's vectors and how far re-embedding is.
+    pub fn embeddings(&self) -> EmbeddingsOverview {
+        let model = self.root.inner.embedders.current_model().clone();
+        let mut by_model: BTreeMap<EmbeddingModel, usize> = BTreeMap::new();
+        for tenant in self.root.inner.tenants.iter() {
+            for entry in tenant.snapshot().collections.values() {
+                *by_model
+                    .entry((**entry.handle.embedding.load()).clone())
+                    .or_default() += 1;
+            }
+        }
+        let outdated = by_model
+            .iter()
+            .filter(|(built_by, _)| **built_by != model)
+            .map(|(_, count)| count)
+            .sum();
+        let mut by_model: Vec<(EmbeddingModel, usize)> = by_model.into_iter().collect();
+        by_model.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let running = self.root.inner.reembed_progress.all();
+        let failing: Vec<&Progress> = running
+            .iter()
+            .map(|(_, progress)| progress)
+            .filter(|progress| progress.last_error.is_some())
+            .collect();
+        EmbeddingsOverview {
+            by_model,
+            outdated,
+            memories_done: running.iter().map(|(_, progress)| progress.done).sum(),
+            memories_total: running.iter().map(|(_, progress)| progress.total).sum(),
+            failing: failing.len(),
+            last_error: failing
+                .iter()
+                .max_by_key(|progress| progress.started_at)
+                .and_then(|progress| progress.last_error.clone()),
+            finished: self.root.inner.reembed_progress.finished(),
+            model,
+        }
     }
 
     /// Runs and failures of every recurring task, since the process started.

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use memvault_storage::{
-    CollectionName, CreatedBy, ExtractJobRecord, JobState, MemoryRecord, TenantId,
+    CollectionName, CreatedBy, EmbeddingModel, ExtractJobRecord, JobState, MemoryRecord, TenantId,
 };
 
 use super::access::{CollectionAccess, Read, Write};
@@ -232,26 +232,37 @@ impl Graph {
                 None,
             ),
         };
-        let facts = self.embed_facts(facts).await?;
-        if facts.is_empty() {
-            return Ok(RememberOutcome {
-                facts: Vec::new(),
-                extractor,
-                detail: Some("no statement to remember was found in the content".to_owned()),
-            });
-        }
-        let handle = self.root.ensure_collection(tenant, collection).await?;
         let importance = input.importance.unwrap_or(DEFAULT_IMPORTANCE);
-        let facts = self
-            .root
-            .call_collection(&handle, |reply| CollectionMessage::Remember {
-                facts,
-                importance,
-                created_by,
-                now,
-                reply,
-            })
-            .await?;
+        let mut attempt = 0;
+        let facts = loop {
+            attempt += 1;
+            let model = self.root.collection_model(tenant, collection);
+            let embedded = self.embed_facts(&model, facts.clone()).await?;
+            if embedded.is_empty() {
+                return Ok(RememberOutcome {
+                    facts: Vec::new(),
+                    extractor,
+                    detail: Some("no statement to remember was found in the content".to_owned()),
+                });
+            }
+            let handle = self.root.ensure_collection(tenant, collection).await?;
+            let created_by = created_by.clone();
+            let stored = self
+                .root
+                .call_collection(&handle, |reply| CollectionMessage::Remember {
+                    facts: embedded,
+                    model,
+                    importance,
+                    created_by,
+                    now,
+                    reply,
+                })
+                .await;
+            match stored {
+                Err(Error::EmbeddingSwitched { .. }) if attempt < 3 => continue,
+                stored => break stored?,
+            }
+        };
         Ok(RememberOutcome {
             facts,
             extractor,
@@ -259,13 +270,17 @@ impl Graph {
         })
     }
 
-    async fn embed_facts(&self, mut facts: Vec<IncomingFact>) -> Result<Vec<IncomingFact>> {
+    async fn embed_facts(
+        &self,
+        model: &EmbeddingModel,
+        mut facts: Vec<IncomingFact>,
+    ) -> Result<Vec<IncomingFact>> {
         facts.retain(|fact| !fact.text.trim().is_empty());
         if facts.is_empty() {
             return Ok(facts);
         }
         let texts = facts.iter().map(|fact| fact.text.clone()).collect();
-        let embeddings = self.root.embed_texts(texts).await?;
+        let embeddings = self.root.embed_texts(model, texts).await?;
         for (fact, embedding) in facts.iter_mut().zip(embeddings) {
             fact.embedding = embedding;
         }

@@ -1,11 +1,12 @@
 //! Search, related and forget. Searches read the published snapshots and indexes on a
 //! blocking thread; they never wait in an actor's mailbox.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use memvault_storage::{CollectionName, MemoryRecord, TenantId};
+use memvault_storage::{CollectionName, EmbeddingModel, MemoryRecord, TenantId};
 
 use super::access::{CollectionAccess, Read, Write};
 use super::intelligence::{LlmChoice, Purpose};
@@ -115,13 +116,38 @@ impl Search {
                     .max(limit);
             }
         }
-        let (vector, query_embedding_ms) = match query.mode {
-            SearchMode::Text => (None, 0.0),
-            SearchMode::Vector | SearchMode::Hybrid => {
-                let embedding_started = Instant::now();
-                let vector = self.query_embedding(&query.text).await?;
-                (Some(vector), elapsed_ms(embedding_started))
+        // Each collection is searched with a query embedded by the model of its vectors
+        // (they differ while one is being re-embedded): one embedding per model.
+        let embedding_started = Instant::now();
+        let mut vectors: HashMap<EmbeddingModel, Arc<Vec<f32>>> = HashMap::new();
+        if query.mode != SearchMode::Text {
+            for target in &targets {
+                let model = target.indexes.model();
+                if vectors.contains_key(model) {
+                    continue;
+                }
+                match self.query_embedding(model, &query.text).await {
+                    Ok(vector) => {
+                        vectors.insert(model.clone(), vector);
+                    }
+                    // Hybrid still answers from the words of a collection whose model
+                    // cannot run here; vector mode cannot.
+                    Err(error @ Error::EmbeddingModelUnavailable { .. })
+                        if query.mode == SearchMode::Hybrid =>
+                    {
+                        skipped.push(Skipped {
+                            step: "vector",
+                            reason: format!("{error}; text matches only for '{}'", target.name),
+                        });
+                    }
+                    Err(error) => return Err(error),
+                }
             }
+        }
+        let query_embedding_ms = if vectors.is_empty() {
+            0.0
+        } else {
+            elapsed_ms(embedding_started)
         };
         let search_started = Instant::now();
         let candidates = query.limit;
@@ -129,12 +155,21 @@ impl Search {
         let mut hits =
             tokio::task::spawn_blocking(move || -> Result<Vec<SearchHit>, IndexError> {
                 let mut hits = Vec::new();
+                let words_only = SearchQuery {
+                    mode: SearchMode::Text,
+                    ..query.clone()
+                };
                 for target in &targets {
+                    let vector = vectors.get(target.indexes.model());
+                    let asked = match (query.mode, vector) {
+                        (SearchMode::Hybrid, None) => &words_only,
+                        _ => &query,
+                    };
                     let found = search_collection(
                         &target.snapshot,
                         &target.indexes,
-                        &query,
-                        vector.as_deref().map(Vec::as_slice),
+                        asked,
+                        vector.map(|vector| vector.as_slice()),
                         at,
                     )?;
                     hits.extend(found.into_iter().map(|(memory, score)| SearchHit {
@@ -309,7 +344,7 @@ impl Search {
     ) -> Result<Vec<SearchHit>> {
         let (tenant, collection) = (access.tenant(), access.collection());
         let target = self.search_target(tenant, collection)?;
-        let vector = self.query_embedding(query).await?;
+        let vector = self.query_embedding(target.indexes.model(), query).await?;
         let snapshot = target.snapshot.clone();
         let indexes = target.indexes.clone();
         let matches = tokio::task::spawn_blocking(move || {
@@ -350,8 +385,10 @@ impl Search {
         Ok(deleted)
     }
 
-    async fn query_embedding(&self, text: &str) -> Result<Arc<Vec<f32>>> {
-        if let Some(vector) = self.root.inner.caches.embedding(text) {
+    /// The query's embedding by `model`, cached by model and text.
+    async fn query_embedding(&self, model: &EmbeddingModel, text: &str) -> Result<Arc<Vec<f32>>> {
+        let cache_key = format!("{}\u{0}{}\u{0}{text}", model.name, model.dimensions);
+        if let Some(vector) = self.root.inner.caches.embedding(&cache_key) {
             self.root
                 .inner
                 .metrics
@@ -362,11 +399,11 @@ impl Search {
             .inner
             .metrics
             .increment(Counter::QueryEmbeddingCacheMiss);
-        let vector = Arc::new(self.root.embed_text(text.to_owned()).await?);
+        let vector = Arc::new(self.root.embed_text(model, text.to_owned()).await?);
         self.root
             .inner
             .caches
-            .store_embedding(text.to_owned(), vector.clone());
+            .store_embedding(cache_key, vector.clone());
         Ok(vector)
     }
 

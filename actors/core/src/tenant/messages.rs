@@ -2,11 +2,13 @@
 
 use std::sync::Arc;
 
-use memvault_storage::{ApiKeyRecord, CollectionName, GrantRecord, TenantSettings};
+use memvault_index::VectorIndex;
+use memvault_storage::{ApiKeyRecord, CollectionName, EmbeddingModel, GrantRecord, TenantSettings};
 use ractor::RpcReplyPort;
 use serde_json::{Map, Value};
 
 use super::state::CollectionEntry;
+use crate::collection::Switch;
 use crate::error::Result;
 
 /// A change of a tenant's settings: given the current ones, the new ones (or a refusal).
@@ -70,6 +72,14 @@ pub enum TenantMessage {
     UpdateSettings {
         change: SettingsChange,
         reply: RpcReplyPort<Result<Arc<TenantSettings>>>,
+    },
+    /// Switches a collection to the vectors `model` made for it (its re-embedding is
+    /// staged) and records the model in the collection's record.
+    SwitchEmbeddings {
+        name: CollectionName,
+        model: EmbeddingModel,
+        vectors: Box<VectorIndex>,
+        reply: RpcReplyPort<Result<Switch>>,
     },
     /// Sent to itself after a back-off: restart a failed collection actor.
     RestartCollection { name: CollectionName },

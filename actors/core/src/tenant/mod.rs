@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use memvault_storage::{CollectionName, CollectionRecord, Store, TenantSettings};
+use memvault_storage::{CollectionName, CollectionRecord, EmbeddingModel, Store, TenantSettings};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 pub use messages::TenantMessage;
@@ -21,10 +21,12 @@ pub use state::{CollectionEntry, TenantHandle, TenantSnapshot};
 
 use crate::agent::KeyDirectory;
 use crate::call::{blocking, call_actor};
-use crate::collection::{CollectionActor, CollectionArgs, CollectionHandle, CollectionMessage};
+use crate::collection::{
+    CollectionActor, CollectionArgs, CollectionHandle, CollectionMessage, Switch,
+};
 use crate::error::{Error, Result};
 use crate::events::EventBroker;
-use memvault_index::IndexSettings;
+use memvault_index::{IndexSettings, VectorIndex};
 use memvault_types::Backoff;
 
 /// Restart delay of a failed collection actor, by consecutive failures.
@@ -33,6 +35,8 @@ const RESTART_BACKOFF: Backoff = Backoff::new(Duration::from_millis(100), Durati
 const FAILURE_MEMORY: Duration = Duration::from_secs(60);
 /// How long deleting a collection may wait for its actor.
 const DESTROY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest a collection may take to store its re-embedded memories in one write.
+const SWITCH_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long stopping waits for each child actor to finish its current message.
 const CHILD_STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -112,7 +116,11 @@ async fn create_collection(
         record.clone(),
     );
     blocking(move || store.put_collection(&tenant, &stored)).await?;
-    let handle = CollectionHandle::new(state.snapshot().record.id.clone(), record.name.clone());
+    let handle = CollectionHandle::new(
+        state.snapshot().record.id.clone(),
+        record.name.clone(),
+        record.embedding_model(),
+    );
     spawn_collection(myself, state, &handle).await?;
     let entry = CollectionEntry {
         record: Arc::new(record),
@@ -149,6 +157,7 @@ fn new_collection_record(
     name: CollectionName,
     description: Option<String>,
     metadata: serde_json::Map<String, serde_json::Value>,
+    embedding: &EmbeddingModel,
 ) -> CollectionRecord {
     let now = Utc::now();
     CollectionRecord {
@@ -158,7 +167,55 @@ fn new_collection_record(
         created_at: now,
         updated_at: now,
         grants: Vec::new(),
+        embedding: Some(embedding.clone()),
     }
+}
+
+/// The collection actor switches (one store write of its memories and the record); the
+/// record is published only after that. The tenant actor waits meanwhile, so no other
+/// change of the record (a grant, a description) can interleave and be lost.
+async fn switch_embeddings(
+    state: &mut TenantState,
+    name: &CollectionName,
+    model: EmbeddingModel,
+    vectors: Box<VectorIndex>,
+) -> Result<Switch> {
+    let entry = state
+        .entry(name)
+        .ok_or_else(|| TenantState::not_found(name))?;
+    let actor = entry
+        .handle
+        .actor
+        .load_full()
+        .ok_or_else(|| Error::Restarting {
+            what: format!("collection '{name}'"),
+        })?;
+    let mut record = (*entry.record).clone();
+    record.embedding = Some(model);
+    let sent = record.clone();
+    let outcome = call_actor(
+        &actor,
+        |reply| CollectionMessage::SwitchEmbeddings {
+            record: sent,
+            vectors,
+            reply,
+        },
+        SWITCH_TIMEOUT,
+        "the collection",
+    )
+    .await?;
+    if matches!(outcome, Switch::Done) {
+        let mut snapshot = (*state.snapshot()).clone();
+        snapshot.collections.insert(
+            name.clone(),
+            CollectionEntry {
+                record: Arc::new(record),
+                handle: entry.handle.clone(),
+            },
+        );
+        state.publish(snapshot);
+    }
+    Ok(outcome)
 }
 
 async fn delete_collection(state: &mut TenantState, name: &CollectionName) -> Result<()> {
@@ -258,7 +315,11 @@ impl Actor for TenantActor {
             // A restarted tenant actor keeps the handles readers already hold.
             let handle = match state.snapshot().collections.get(&record.name) {
                 Some(existing) => existing.handle.clone(),
-                None => CollectionHandle::new(tenant.clone(), record.name.clone()),
+                None => CollectionHandle::new(
+                    tenant.clone(),
+                    record.name.clone(),
+                    record.embedding_model(),
+                ),
             };
             spawn_collection(&myself, &mut state, &handle).await?;
             snapshot.collections.insert(
@@ -300,7 +361,12 @@ impl Actor for TenantActor {
                 let result = match state.entry(&name) {
                     Some(entry) => Ok(entry),
                     None => {
-                        let record = new_collection_record(name, None, Default::default());
+                        let record = new_collection_record(
+                            name,
+                            None,
+                            Default::default(),
+                            &state.indexing.model,
+                        );
                         create_collection(&myself, state, record).await
                     }
                 };
@@ -315,7 +381,8 @@ impl Actor for TenantActor {
                 let result = if state.entry(&name).is_some() {
                     Err(Error::CollectionExists(name))
                 } else {
-                    let record = new_collection_record(name, description, metadata);
+                    let record =
+                        new_collection_record(name, description, metadata, &state.indexing.model);
                     create_collection(&myself, state, record).await
                 };
                 let _ = reply.send(result);
@@ -354,6 +421,15 @@ impl Actor for TenantActor {
             }
             TenantMessage::UpdateSettings { change, reply } => {
                 let result = update_settings(state, change).await;
+                let _ = reply.send(result);
+            }
+            TenantMessage::SwitchEmbeddings {
+                name,
+                model,
+                vectors,
+                reply,
+            } => {
+                let result = switch_embeddings(state, &name, model, vectors).await;
                 let _ = reply.send(result);
             }
             TenantMessage::RestartCollection { name } => {
