@@ -83,9 +83,12 @@ pub async fn run(args: &BenchArgs, corpus: &Corpus) -> Result<(), BenchError> {
     }
     server.stop().await?;
 
-    // The configured model is now the local one: the server re-embeds on start.
+    // The configured model is now the local one: the server re-embeds on start. The
+    // endpoint stays configured so the old vectors can still be queried meanwhile.
+    let mut new_model = old_model.clone();
+    new_model[0].1 = "local".to_owned();
     let started = Instant::now();
-    let mut server = ServerProcess::start(data.path(), &key).await?;
+    let mut server = ServerProcess::start_with(data.path(), &key, &new_model).await?;
     report.line(
         &format!(
             "start-up to healthy, {} memories to re-embed",
@@ -125,7 +128,7 @@ pub async fn run(args: &BenchArgs, corpus: &Corpus) -> Result<(), BenchError> {
             paused.store(true, Ordering::SeqCst);
             server.kill_hard().await?;
             let down = Instant::now();
-            server = ServerProcess::start(data.path(), &key).await?;
+            server = ServerProcess::start_with(data.path(), &key, &new_model).await?;
             downtime = down.elapsed();
             *base.lock().unwrap_or_else(PoisonError::into_inner) = server.base_url.clone();
             paused.store(false, Ordering::SeqCst);
