@@ -1,0 +1,94 @@
+//! memvault-ingest: files to text. Pure: no async runtime, no actors, no HTTP, no I/O
+//! beyond the bytes it is given, so the server can run it in a child process with memory,
+//! CPU and wall-clock limits, and anything can test it alone
+//! (`cargo test -p memvault-ingest`).
+//!
+//! Two calls:
+//!
+//! - [`sniff`]`(bytes, filename)` says what a file is ([`Kind`]): magic numbers first,
+//!   then a look inside zip archives (`mimetype` for ODF and EPUB, `word/`, `ppt/`, `xl/`
+//!   for OOXML) and OLE files (a `Workbook` stream for XLS), then text by content (JSON
+//!   that parses, HTML that opens with a doctype or `<html>`, RFC 822 headers). The file
+//!   name's extension only breaks ties between text kinds (`.md`, `.csv`, `.tsv`). A
+//!   client's content type is never consulted.
+//! - [`extract`]`(kind, bytes, &limits)` gives [`Extracted`]: Markdown text, [`Section`]s
+//!   locating slides, sheets, chapters and attachments by byte range, the title, notes on
+//!   whatever was skipped, and attachments that a worker must read.
+//!
+//! # Formats
+//!
+//! | Kind | How |
+//! |---|---|
+//! | text, Markdown | decoded (BOM, UTF-8, UTF-16, else Windows-1252), kept as written |
+//! | CSV, TSV | one line per row of `header: value` pairs (`; `-separated) |
+//! | JSON | indented `key: value` lines, arrays as `-` items |
+//! | HTML | Markdown via htmd; script, style, nav, header, footer, aside, form dropped; `<title>` kept |
+//! | DOCX | paragraphs (runs joined), headings by style, tables as Markdown tables |
+//! | PPTX | `## Slide N: title` per slide in presentation order, tables, speaker notes |
+//! | ODT, ODP | `content.xml`: headings, lists, tables; ODP pages as slides with notes |
+//! | EPUB | spine order, each XHTML chapter to Markdown as a section |
+//! | XLSX, XLS, ODS | calamine; `## Sheet: name` per worksheet, cells as a Markdown table |
+//! | RTF | a tolerant reader of body text (tables of fonts, colours, pictures skipped) |
+//! | EML | headers, text body (HTML-only bodies to Markdown), attachments and forwarded messages recursively |
+//!
+//! # What goes elsewhere
+//!
+//! PDF, images (PNG, JPEG, GIF, WebP, TIFF, BMP) and audio (WAV, MP3, M4A, AAC, Ogg,
+//! FLAC) are [`Route`]d to workers: [`extract`] answers [`IngestError::NeedsWorker`], and
+//! such attachments of a mail come back in [`Extracted::deferred`]. Plain zip archives,
+//! legacy `.doc`/`.ppt` and encrypted Office files (OLE containers) are
+//! [`IngestError::Unsupported`] with a reason.
+//!
+//! # Limits
+//!
+//! [`Limits`] caps every extraction. Work on the input fails it: more decompressed bytes
+//! than `max_decompressed_bytes` (100 MiB) across zip entries, more than
+//! `max_zip_entries` (10,000) entries, one entry over `max_entry_bytes` (50 MiB). Every
+//! entry is read through a reader capped at what is left of the budget, so a header
+//! that lies about its size changes nothing. Output is truncated with a note: text past
+//! `max_chars` (5 million characters; [`Extracted::truncated`] is set), sheets, slides or
+//! chapters past `max_parts`, cells past `max_cells`, attachments past
+//! `max_attachments`, mail nested past `max_mail_depth`. HTML nested deeper than
+//! `max_html_depth` is reduced to plain text (the converter recurses per level).
+//!
+//! Nothing here panics on our side by construction (no `unwrap`, `expect` or indexing on
+//! file data); the third-party parsers (calamine, htmd, mail-parser) are run under
+//! `catch_unwind`, and a panic there is [`IngestError::ParserPanicked`] for that file. What
+//! no library can promise (an abort on allocation failure in calamine's dense XLS/ODS
+//! ranges, a stack overflow) is why the server runs extraction in a child process.
+//!
+//! # Layout
+//!
+//! - `kind.rs`: [`Kind`], its stable names and MIME types, [`Route`].
+//! - `sniff.rs`: [`sniff`].
+//! - `limits.rs`: [`Limits`]. `error.rs`: [`IngestError`].
+//! - `extracted.rs`: [`Extracted`], [`Section`], [`Location`], and the builder every
+//!   extractor writes through (character cap, section ranges).
+//! - `archive.rs`: zip entries read under the caps. `decode.rs`: bytes to text.
+//! - `formats/`: one extractor per format family and the dispatch (`mod.rs`); `xml.rs`
+//!   and `markdown.rs` are their shared helpers.
+
+mod archive;
+mod decode;
+mod error;
+mod extracted;
+mod formats;
+mod kind;
+mod limits;
+mod sniff;
+
+pub use error::{IngestError, Limit};
+pub use extracted::{Deferred, Extracted, Location, Section};
+pub use kind::{AudioFormat, ImageFormat, Kind, Route};
+pub use limits::Limits;
+pub use sniff::sniff;
+
+/// Extracts the text of a file already sniffed as `kind`.
+///
+/// # Errors
+///
+/// [`IngestError::NeedsWorker`] for PDF, images and audio; otherwise a reason the file has
+/// no text: empty, encrypted, over a limit, malformed, unsupported.
+pub fn extract(kind: Kind, bytes: &[u8], limits: &Limits) -> Result<Extracted, IngestError> {
+    formats::extract_at_depth(kind, bytes, limits, 0)
+}
