@@ -1,9 +1,9 @@
-//! JSON as indented `key: value` lines: keys stay next to their values (they carry the
-//! meaning), quotes and braces go. Arrays become `-` items.
+//! JSON as indented `key: value` lines in document order: keys stay next to their values
+//! (they carry the meaning), quotes and braces go. Arrays become `-` items.
 
-use std::fmt::Write;
+use std::fmt::{self, Write};
 
-use serde_json::Value;
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::decode;
 use crate::error::IngestError;
@@ -31,8 +31,8 @@ fn render(value: &Value, indent: usize, out: &mut String, budget: usize) {
     }
     let padding = "  ".repeat(indent);
     match value {
-        Value::Object(map) => {
-            for (key, item) in map {
+        Value::Object(entries) => {
+            for (key, item) in entries {
                 match item {
                     Value::Object(inner) if !inner.is_empty() => {
                         let _ = writeln!(out, "{padding}{key}:");
@@ -80,10 +80,83 @@ fn render(value: &Value, indent: usize, out: &mut String, budget: usize) {
 fn scalar_text(value: &Value) -> String {
     match value {
         Value::String(text) => text.clone(),
-        Value::Null => "null".to_owned(),
+        Value::Scalar(text) => text.clone(),
         Value::Object(_) => "{}".to_owned(),
         Value::Array(_) => "[]".to_owned(),
-        other => other.to_string(),
+    }
+}
+
+/// A JSON value whose objects keep their keys in document order (serde_json's `Value`
+/// sorts them unless the workspace-wide `preserve_order` feature is on).
+enum Value {
+    Object(Vec<(String, Value)>),
+    Array(Vec<Value>),
+    String(String),
+    /// A number, boolean or null, as written.
+    Scalar(String),
+}
+
+impl<'de> Deserialize<'de> for Value {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ValueVisitor)
+    }
+}
+
+struct ValueVisitor;
+
+impl<'de> Visitor<'de> for ValueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Scalar(value.to_string()))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::Scalar(value.to_string()))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::Scalar(value.to_string()))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(Value::Scalar(value.to_string()))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Scalar("null".to_owned()))
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Scalar("null".to_owned()))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut sequence: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = sequence.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut entries = Vec::new();
+        while let Some((key, value)) = map.next_entry::<String, Value>()? {
+            entries.push((key, value));
+        }
+        Ok(Value::Object(entries))
     }
 }
 
