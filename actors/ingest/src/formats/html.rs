@@ -274,6 +274,19 @@ mod tests {
     }
 
     #[test]
+    fn nesting_just_under_the_limit_is_converted_on_a_test_thread_stack() {
+        let depth = Limits::default().max_html_depth - 4;
+        let nested = format!(
+            "<html><body>{}<b>deep</b>{}</body></html>",
+            "<div>".repeat(depth),
+            "</div>".repeat(depth)
+        );
+        let extracted = extract(nested.as_bytes(), &Limits::default());
+        assert_eq!(extracted.text, "**deep**");
+        assert!(extracted.notes.is_empty());
+    }
+
+    #[test]
     fn strip_tags_drops_scripts_and_decodes_entities() {
         let text = strip_tags("<p>a &amp; b</p><script>x<y</script><p>c&#x41;</p>");
         assert_eq!(text, "a & b\ncA");
