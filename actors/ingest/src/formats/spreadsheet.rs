@@ -233,6 +233,32 @@ mod tests {
     }
 
     #[test]
+    fn ods_sheets_become_sections() {
+        let content = r#"<?xml version="1.0" encoding="UTF-8"?>
+<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2"><office:body><office:spreadsheet>
+<table:table table:name="Pigments"><table:table-row><table:table-cell office:value-type="string"><text:p>name</text:p></table:table-cell><table:table-cell office:value-type="string"><text:p>price</text:p></table:table-cell></table:table-row>
+<table:table-row><table:table-cell office:value-type="string"><text:p>Verdigris</text:p></table:table-cell><table:table-cell office:value-type="float" office:value="12.5"><text:p>12.5</text:p></table:table-cell></table:table-row></table:table>
+</office:spreadsheet></office:body></office:document-content>"#;
+        let ods = super::super::docx::tests::zip_of(&[
+            ("mimetype", "application/vnd.oasis.opendocument.spreadsheet"),
+            ("META-INF/manifest.xml", "<manifest:manifest/>"),
+            ("content.xml", content),
+        ]);
+        let extracted = extract(Kind::Ods, &ods, &Limits::default()).unwrap();
+        assert_eq!(
+            extracted.text,
+            "## Sheet: Pigments\n\n| name | price |\n| --- | --- |\n| Verdigris | 12.5 |"
+        );
+        assert_eq!(
+            extracted.sections[0].location,
+            Location::Sheet {
+                number: 1,
+                name: "Pigments".to_owned()
+            }
+        );
+    }
+
+    #[test]
     fn a_broken_workbook_is_invalid() {
         let error = extract(
             Kind::Xls,
