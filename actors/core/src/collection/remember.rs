@@ -351,12 +351,27 @@ pub fn apply_changes(
                         continue;
                     };
                     if let Some(record) = target_mut(target, fresh, stored) {
+                        // An override that outlasts this one is over the record again
+                        // once this one ends.
+                        let outlasting = record
+                            .suspensions
+                            .iter()
+                            .filter(|suspension| suspension.from <= now && now < suspension.until)
+                            .max_by_key(|suspension| suspension.until)
+                            .filter(|suspension| suspension.until > until)
+                            .cloned();
                         end_set_aside(record, now);
                         record.suspensions.push(Suspension {
                             by: by.clone(),
                             from: now,
                             until,
                         });
+                        if let Some(outlasting) = outlasting {
+                            record.suspensions.push(Suspension {
+                                from: until,
+                                ..outlasting
+                            });
+                        }
                     }
                 }
                 Change::SetAsideBy(earlier) => {
@@ -719,6 +734,55 @@ mod tests {
             current(&snapshot, slot, now() + Duration::days(5)).as_deref(),
             Some("Lisbon")
         );
+    }
+
+    #[test]
+    fn a_shorter_override_over_a_set_aside_value_hands_it_back_to_the_longer_one() {
+        // Found by `lifecycle_invariants_hold`: Berlin is set aside by Paris (14 days);
+        // a 2-day override then sets both aside. When it ends, Paris holds again and
+        // Berlin stays set aside until Paris ends, instead of both being current.
+        let slot = "user/location";
+        let day = |days: i64| now() + Duration::days(days);
+        let mut snapshot = CollectionSnapshot::default();
+        let mut next = 0;
+        let mut say = |snapshot: &mut CollectionSnapshot, facts: Vec<IncomingFact>| {
+            let decisions = decide(snapshot, &facts, day(0));
+            apply(snapshot, &facts, &decisions, &mut next, day(0));
+        };
+        say(&mut snapshot, vec![fact(Some(slot), "Berlin")]);
+        say(&mut snapshot, vec![until(slot, "Paris", day(14))]);
+        say(
+            &mut snapshot,
+            vec![until(slot, "Rome", day(1)), until(slot, "Lyon", day(2))],
+        );
+        for (days, value) in [
+            (0, "Lyon"),
+            (1, "Lyon"),
+            (3, "Paris"),
+            (13, "Paris"),
+            (15, "Berlin"),
+        ] {
+            assert_eq!(
+                current(&snapshot, slot, day(days)).as_deref(),
+                Some(value),
+                "day {days}"
+            );
+            let holders = snapshot
+                .memories
+                .values()
+                .filter(|memory| memory.slot.as_deref() == Some(slot))
+                .filter(|memory| is_current(memory, day(days)))
+                .count();
+            assert_eq!(holders, 1, "day {days}");
+        }
+        let berlin = snapshot.memories.get("m1").unwrap();
+        let paris = snapshot.memories.get("m2").unwrap().id.clone();
+        assert!(berlin
+            .suspensions
+            .iter()
+            .any(|suspension| suspension.by == paris
+                && suspension.from == day(2)
+                && suspension.until == day(14)));
     }
 
     #[derive(Debug, Clone)]
