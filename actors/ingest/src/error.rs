@@ -1,9 +1,15 @@
 //! `IngestError`: why a file gave no text, in words a user can act on.
 
+use serde::{Deserialize, Serialize};
+
 use crate::kind::{Kind, Route};
 
 /// Why an extraction failed. Every message is lowercase, names the format and says why.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+///
+/// It serializes with its [`IngestError::code`] as the `code` field next to the variant's
+/// fields, so a worker process can send it back whole.
+#[derive(Debug, thiserror::Error, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "code", rename_all = "snake_case")]
 pub enum IngestError {
     /// The kind is extracted elsewhere (PDF worker, OCR, transcription): not a failure, a
     /// routing answer.
@@ -30,7 +36,8 @@ pub enum IngestError {
 }
 
 /// The caps whose breach fails an extraction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Limit {
     DecompressedBytes,
     ZipEntries,
@@ -65,6 +72,20 @@ fn worker_name(kind: Kind) -> &'static str {
 }
 
 impl IngestError {
+    /// A stable snake_case code per variant, for logs and per-file failure records; the
+    /// same string as the serialized `code` field.
+    pub fn code(&self) -> &'static str {
+        match self {
+            IngestError::NeedsWorker { .. } => "needs_worker",
+            IngestError::Unsupported { .. } => "unsupported",
+            IngestError::Empty => "empty",
+            IngestError::Encrypted { .. } => "encrypted",
+            IngestError::LimitExceeded { .. } => "limit_exceeded",
+            IngestError::Invalid { .. } => "invalid",
+            IngestError::ParserPanicked { .. } => "parser_panicked",
+        }
+    }
+
     pub(crate) fn invalid(kind: Kind, reason: impl Into<String>) -> Self {
         IngestError::Invalid {
             kind,
@@ -106,5 +127,31 @@ mod tests {
             image.to_string(),
             "png is not extracted here: it goes to the ocr worker"
         );
+    }
+
+    #[test]
+    fn errors_round_trip_through_json_with_their_code() {
+        let errors = [
+            IngestError::NeedsWorker { kind: Kind::Pdf },
+            IngestError::Unsupported {
+                kind: Kind::Zip,
+                reason: "a plain zip archive".to_owned(),
+            },
+            IngestError::Empty,
+            IngestError::Encrypted { kind: Kind::Docx },
+            IngestError::LimitExceeded {
+                kind: Kind::Xlsx,
+                limit: Limit::ZipEntries,
+                max: 10,
+            },
+            IngestError::invalid(Kind::Epub, "no container.xml"),
+            IngestError::ParserPanicked { kind: Kind::Xls },
+        ];
+        for error in errors {
+            let json = serde_json::to_value(&error).unwrap();
+            assert_eq!(json["code"], error.code());
+            let back: IngestError = serde_json::from_value(json).unwrap();
+            assert_eq!(back, error);
+        }
     }
 }

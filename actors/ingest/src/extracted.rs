@@ -4,10 +4,13 @@
 
 use std::ops::Range;
 
+use serde::{Deserialize, Serialize};
+
 use crate::kind::Kind;
 
-/// The text of one file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The text of one file. It serializes to JSON (a worker process sends it back whole);
+/// deferred attachments' bytes travel as base64.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Extracted {
     /// What the file was extracted as.
     pub kind: Kind,
@@ -31,7 +34,7 @@ pub struct Extracted {
 }
 
 /// One located part of the text.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Section {
     pub location: Location,
     /// The part's own title (a slide title, a chapter heading), when it has one.
@@ -41,7 +44,8 @@ pub struct Section {
 }
 
 /// Where a section sits in its file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum Location {
     /// A page, counted from 1 (used by the PDF worker; no extractor here makes pages).
     Page { number: u32 },
@@ -56,11 +60,32 @@ pub enum Location {
 }
 
 /// An attachment that this crate does not extract.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Deferred {
     pub name: Option<String>,
     pub kind: Kind,
+    #[serde(with = "base64_bytes")]
     pub bytes: Vec<u8>,
+}
+
+/// Bytes as a base64 string: a JSON array of numbers would be four times larger.
+mod base64_bytes {
+    use base64::engine::general_purpose::STANDARD;
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<u8>, D::Error> {
+        let encoded = String::deserialize(deserializer)?;
+        STANDARD
+            .decode(encoded.as_bytes())
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// Accumulates an extraction's text under the character cap. Once the cap is reached every
@@ -258,6 +283,45 @@ mod tests {
         let extracted = builder.finish(Kind::Pptx, None);
         let range = extracted.sections[0].range.clone();
         assert_eq!(&extracted.text[range], "## Slide 1\n\nbody");
+    }
+
+    #[test]
+    fn an_extraction_round_trips_through_json() {
+        let extracted = Extracted {
+            kind: Kind::Eml,
+            text: "body".to_owned(),
+            title: Some("subject".to_owned()),
+            sections: vec![
+                Section {
+                    location: Location::Sheet {
+                        number: 1,
+                        name: "One".to_owned(),
+                    },
+                    title: None,
+                    range: 0..4,
+                },
+                Section {
+                    location: Location::Attachment {
+                        name: "a.xlsx".to_owned(),
+                        kind: Kind::Xlsx,
+                    },
+                    title: Some("book".to_owned()),
+                    range: 2..4,
+                },
+            ],
+            notes: vec!["skipped".to_owned()],
+            truncated: true,
+            deferred: vec![Deferred {
+                name: Some("scan.pdf".to_owned()),
+                kind: Kind::Pdf,
+                bytes: vec![0, 159, 255, b'%'],
+            }],
+        };
+        let json = serde_json::to_string(&extracted).unwrap();
+        assert!(json.contains(r#""kind":"pdf""#), "{json}");
+        assert!(json.contains(r#""bytes":"AJ//JQ==""#), "{json}");
+        let back: Extracted = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, extracted);
     }
 
     #[test]

@@ -228,6 +228,21 @@ impl Kind {
     }
 }
 
+/// A kind travels (worker answers, stored metadata) as its [`Kind::name`].
+impl serde::Serialize for Kind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Kind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Kind::from_name(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown kind {name:?}")))
+    }
+}
+
 impl fmt::Display for Kind {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str(self.name())

@@ -10,7 +10,11 @@
 /// - Caps on *output* (characters, sheets/slides/chapters, cells, attachments, mail depth)
 ///   truncate and say so in [`crate::Extracted::notes`]: a long book still becomes
 ///   memories from its first five million characters.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// It serializes field by field (a worker request carries it); a missing field takes its
+/// default.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Total bytes decompressed from zip entries in one extraction (zip bombs).
     pub max_decompressed_bytes: u64,
