@@ -76,6 +76,8 @@ mod formats;
 mod kind;
 mod limits;
 mod sniff;
+#[cfg(unix)]
+pub mod worker;
 
 pub use error::{IngestError, Limit};
 pub use extracted::{Deferred, Extracted, Location, Section};
