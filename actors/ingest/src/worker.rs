@@ -22,6 +22,8 @@
 //! - `{"outcome":"failed","error":{"code":"invalid","kind":"docx","reason":"..."},"message":"..."}`:
 //!   an [`IngestError`], whole;
 //! - `{"outcome":"panicked","message":"..."}`: a panic that [`crate::extract`] did not catch;
+//! - `{"outcome":"out_of_memory","message":"..."}`: the file's bytes did not fit under the
+//!   memory limit (an allocation failure anywhere else aborts the child instead);
 //! - `{"outcome":"refused","message":"..."}`: a bad request, or limits that could not be set
 //!   (the child never parses a file without its limits).
 //!
@@ -154,6 +156,7 @@ enum Answer {
     Extracted { extracted: Extracted },
     Failed { error: IngestError, message: String },
     Panicked { message: String },
+    OutOfMemory { message: String },
     Refused { message: String },
 }
 
@@ -184,7 +187,8 @@ where
 {
     let answer = match read_request(input) {
         Ok((request, bytes)) => run_extraction(extraction, &request, &bytes),
-        Err(message) => Answer::Refused { message },
+        Err(RequestProblem::Refused(message)) => Answer::Refused { message },
+        Err(RequestProblem::OutOfMemory(message)) => Answer::OutOfMemory { message },
     };
     let refused = matches!(answer, Answer::Refused { .. });
     if let Err(error) = write_answer(&mut output, &answer) {
@@ -198,11 +202,34 @@ where
     }
 }
 
+/// Why a request was not run.
+enum RequestProblem {
+    Refused(String),
+    OutOfMemory(String),
+}
+
 /// Reads the header, sets the process limits it names, then reads the file's bytes.
-fn read_request(input: impl Read) -> Result<(Request, Vec<u8>), String> {
+fn read_request(input: impl Read) -> Result<(Request, Vec<u8>), RequestProblem> {
     let mut reader = BufReader::new(input);
+    let request = read_header(&mut reader).map_err(RequestProblem::Refused)?;
+    apply_process_limits(&request.process).map_err(RequestProblem::Refused)?;
+    let mut bytes = Vec::new();
+    // read_to_end reserves fallibly: a file over the memory limit is an error here, not an
+    // abort.
+    reader.read_to_end(&mut bytes).map_err(|error| {
+        let message = format!("cannot read the file: {error}");
+        if error.kind() == io::ErrorKind::OutOfMemory {
+            RequestProblem::OutOfMemory(message)
+        } else {
+            RequestProblem::Refused(message)
+        }
+    })?;
+    Ok((request, bytes))
+}
+
+fn read_header(reader: &mut impl BufRead) -> Result<Request, String> {
     let mut header = Vec::new();
-    (&mut reader)
+    reader
         .take(MAX_HEADER_BYTES)
         .read_until(b'\n', &mut header)
         .map_err(|error| format!("cannot read the request header: {error}"))?;
@@ -219,12 +246,7 @@ fn read_request(input: impl Read) -> Result<(Request, Vec<u8>), String> {
             request.version
         ));
     }
-    apply_process_limits(&request.process)?;
-    let mut bytes = Vec::new();
-    reader
-        .read_to_end(&mut bytes)
-        .map_err(|error| format!("cannot read the file: {error}"))?;
-    Ok((request, bytes))
+    Ok(request)
 }
 
 /// Lowers this process's limits: no core dumps (a killed worker is expected, not a bug to
@@ -427,6 +449,9 @@ impl Worker {
             Answer::Failed { error, .. } => Err(WorkerError::Failed(error)),
             Answer::Panicked { message } => Err(WorkerError::Crashed {
                 reason: format!("panicked: {message}"),
+            }),
+            Answer::OutOfMemory { .. } => Err(WorkerError::OutOfMemory {
+                limit_bytes: self.limits.memory_bytes,
             }),
             Answer::Refused { message } => Err(WorkerError::Refused { reason: message }),
         }

@@ -2,8 +2,12 @@
 //! `memvault ingest-worker` runs it, plus faults on demand. Built only with the
 //! `fault-injection` feature, which only this crate's tests turn on.
 //!
-//! `MEMVAULT_INGEST_WORKER_FAULT` picks a fault, injected in place of the extraction, so
-//! after the request is read and the limits are set, as a hostile file would hit them:
+//! `--fault NAME` picks a fault (an argument, so a test's [`Worker`] carries it in its
+//! `args` and no environment is shared between tests). It is injected in place of the
+//! extraction, so after the request is read and the limits are set, as a hostile file
+//! would hit them:
+//!
+//! [`Worker`]: memvault_ingest::worker::Worker
 //!
 //! - `panic`: panics; `abort`: aborts (SIGABRT); `overflow`: recurses until the stack
 //!   overflows;
@@ -31,10 +35,18 @@ enum Fault {
 }
 
 fn main() -> ExitCode {
-    let fault_name = std::env::var("MEMVAULT_INGEST_WORKER_FAULT").unwrap_or_default();
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let fault_name = match arguments.as_slice() {
+        [] => "",
+        [flag, name] if flag == "--fault" => name.as_str(),
+        _ => {
+            eprintln!("usage: memvault-ingest-worker [--fault NAME]");
+            return ExitCode::from(2);
+        }
+    };
     let input = io::stdin().lock();
     let mut output = io::stdout().lock();
-    let fault = match fault_name.as_str() {
+    let fault = match fault_name {
         "" => return serve_worker(input, output),
         "garbage" => {
             let _ = writeln!(output, "this is not an answer");
@@ -47,7 +59,7 @@ fn main() -> ExitCode {
         "spin" => Fault::Spin,
         "allocate" => Fault::Allocate,
         unknown => {
-            eprintln!("unknown MEMVAULT_INGEST_WORKER_FAULT {unknown:?}");
+            eprintln!("unknown fault {unknown:?}");
             return ExitCode::from(2);
         }
     };
