@@ -1,7 +1,7 @@
 //! memvault-ingest: files to text. Pure: no async runtime, no actors, no HTTP, no I/O
 //! beyond the bytes it is given, so the server can run it in a child process with memory,
-//! CPU and wall-clock limits, and anything can test it alone
-//! (`cargo test -p memvault-ingest`).
+//! CPU and wall-clock limits ([`worker`], std processes and threads only), and anything can
+//! test it alone (`cargo test -p memvault-ingest`).
 //!
 //! Two calls:
 //!
@@ -55,7 +55,42 @@
 //! file data); the third-party parsers (calamine, htmd, mail-parser) are run under
 //! `catch_unwind`, and a panic there is [`IngestError::ParserPanicked`] for that file. What
 //! no library can promise (an abort on allocation failure in calamine's dense XLS/ODS
-//! ranges, a stack overflow) is why the server runs extraction in a child process.
+//! ranges, a stack overflow) is why the server runs extraction in a child process
+//! (below).
+//!
+//! # Out of process
+//!
+//! [`worker`] runs the same `sniff` + `extract` in a child process, one file per process
+//! (principle 12 of DESIGN.md). The server re-executes itself as `memvault ingest-worker`,
+//! whose whole job is [`worker::serve_worker`]`(stdin, stdout)`; it calls
+//! [`worker::Worker::extract`]`(bytes, filename, &limits)` on a blocking thread and gets
+//! the [`Extracted`] that `extract` would give in process, or a [`worker::WorkerError`].
+//!
+//! Protocol (version 1; details in [`worker`]): the parent writes one JSON header line,
+//! `{"version":1,"filename":..,"limits":{..Limits..},"process":{"memory_bytes":..,"cpu_seconds":..}}`,
+//! then the file's raw bytes, and closes stdin. The child reads the header (at most
+//! 64 KiB), sets its limits, reads the bytes to EOF, and writes one JSON answer line tagged
+//! by `outcome`: `extracted` (the [`Extracted`], deferred attachments' bytes in base64),
+//! `failed` (the [`IngestError`] whole, with its `code`), `panicked`, `out_of_memory` or
+//! `refused`.
+//!
+//! Limits ([`worker::WorkerLimits`], defaults 1 GiB, 30 CPU seconds, 60 s):
+//!
+//! | Limit | Set by | Breach | Reported as |
+//! |---|---|---|---|
+//! | memory | the child, `RLIMIT_AS` | an allocation fails; Rust aborts | `OutOfMemory` |
+//! | CPU time | the child, `RLIMIT_CPU` (soft; hard one second later) | SIGXCPU (SIGKILL) | `CpuTimeExceeded` (`Crashed`, SIGKILL named) |
+//! | wall clock | the parent, polling `try_wait` | the parent kills the child | `TimedOut` |
+//! | core dumps | the child, `RLIMIT_CORE` = 0 | none written | — |
+//! | answer size | the parent, 256 MiB of stdout | the answer is discarded | `Protocol` |
+//!
+//! Any other death is `Crashed` with the signal named (SIGSEGV, SIGABRT, a stack overflow)
+//! and the end of the child's stderr (2 KiB); a non-zero exit likewise; stdout that is not
+//! an answer is `Protocol`. A clean extraction failure is `Failed(IngestError)`, the same
+//! error as in process. Unix only. The test binary `memvault-ingest-worker` (feature
+//! `fault-injection`, turned on only by this crate's own dev-dependency on itself) is
+//! `serve_worker` plus `--fault panic|abort|overflow|hang|spin|allocate|garbage`, injected
+//! through [`worker::serve_worker_with`]; the production path has no fault switch.
 //!
 //! # Layout
 //!
@@ -67,6 +102,8 @@
 //! - `archive.rs`: zip entries read under the caps. `decode.rs`: bytes to text.
 //! - `formats/`: one extractor per format family and the dispatch (`mod.rs`); `xml.rs`
 //!   and `markdown.rs` are their shared helpers.
+//! - `worker.rs`: [`worker::serve_worker`] (the child) and [`worker::Worker`] (the
+//!   parent). `bin/memvault-ingest-worker.rs`: the fault-injecting test worker.
 
 mod archive;
 mod decode;
