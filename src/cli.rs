@@ -38,6 +38,10 @@ enum Command {
     /// Follow a running server's re-embedding (after the embedding model changed) with a
     /// progress bar, until every collection is on the configured model.
     Reembed(crate::reembed::ReembedArgs),
+    /// Extract one file in this process under OS limits (the server starts it per file):
+    /// a JSON header line and the file's bytes on stdin, one JSON answer on stdout.
+    #[command(hide = true)]
+    IngestWorker,
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -59,6 +63,13 @@ pub struct ServeArgs {
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
     let args = match cli.command {
+        // First, before any runtime, thread or logger: stdout is the answer channel.
+        Some(Command::IngestWorker) => {
+            return memvault_ingest::worker::serve_worker(
+                std::io::stdin().lock(),
+                std::io::stdout().lock(),
+            );
+        }
         Some(Command::Serve(args)) => args,
         Some(Command::Bench(args)) => {
             return match crate::bench::run(args) {

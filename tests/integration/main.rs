@@ -11,6 +11,7 @@ mod durability;
 mod errors;
 mod graph;
 mod history;
+mod ingest_worker;
 mod isolation;
 mod keys;
 mod llm;
