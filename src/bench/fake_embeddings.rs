@@ -1,6 +1,7 @@
 //! A stand-in OpenAI-compatible `/embeddings` endpoint for the re-embedding benchmark: a
 //! hashed bag of words (word overlap is similarity), answered in the endpoint's wire
-//! format, on a loopback port of this process.
+//! format, on a loopback port of this process. The re-embedding tests' fake endpoint
+//! embeds with the same [`bag_of_words`].
 
 use axum::Json;
 use serde_json::{json, Value};
@@ -36,13 +37,15 @@ async fn embeddings(Json(body): Json<Value>) -> Json<Value> {
     let data: Vec<Value> = inputs
         .iter()
         .enumerate()
-        .map(|(index, text)| json!({"object": "embedding", "index": index, "embedding": bag_of_words(text)}))
+        .map(|(index, text)| json!({"object": "embedding", "index": index, "embedding": bag_of_words(text, DIMENSIONS)}))
         .collect();
     Json(json!({"object": "list", "data": data, "model": MODEL}))
 }
 
-fn bag_of_words(text: &str) -> Vec<f32> {
-    let mut vector = vec![0.0_f32; DIMENSIONS];
+/// Each lower-cased word adds 1 at a position given by an FNV-style hash; not normalised
+/// (a client must scale vectors to unit length).
+pub fn bag_of_words(text: &str, dimensions: usize) -> Vec<f32> {
+    let mut vector = vec![0.0_f32; dimensions];
     for word in text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|word| !word.is_empty())
@@ -50,10 +53,12 @@ fn bag_of_words(text: &str) -> Vec<f32> {
         let hash = word
             .to_lowercase()
             .bytes()
-            .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-                (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+            .fold(1_469_598_103_934_665_603_u64, |hash, byte| {
+                (hash ^ u64::from(byte)).wrapping_mul(1_099_511_628_211)
             });
-        vector[(hash % DIMENSIONS as u64) as usize] += 1.0;
+        if let Some(slot) = vector.get_mut((hash % dimensions.max(1) as u64) as usize) {
+            *slot += 1.0;
+        }
     }
     vector
 }

@@ -13,7 +13,7 @@
 
 mod corpus;
 mod embedder;
-mod fake_embeddings;
+pub mod fake_embeddings;
 mod ingest;
 mod maintenance;
 mod process;

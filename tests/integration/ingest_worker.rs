@@ -3,7 +3,6 @@
 //! included), on real files.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use memvault_ingest::worker::{Worker, WorkerError, WorkerLimits};
 use memvault_ingest::{Kind, Limits};

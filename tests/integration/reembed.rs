@@ -143,23 +143,9 @@ async fn embeddings(
     )
 }
 
-/// Each lower-cased word adds 1 at a position given by its hash (not normalised: the
-/// client must scale vectors to unit length).
+/// The bench's stand-in model: word overlap is similarity, vectors not normalised.
 fn bag_of_words(text: &str) -> Vec<f32> {
-    let mut vector = vec![0.0_f32; FAKE_DIMENSIONS];
-    for word in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-    {
-        let hash = word
-            .to_lowercase()
-            .bytes()
-            .fold(1469598103934665603_u64, |hash, byte| {
-                (hash ^ u64::from(byte)).wrapping_mul(1099511628211)
-            });
-        vector[(hash % FAKE_DIMENSIONS as u64) as usize] += 1.0;
-    }
-    vector
+    memvault::bench::fake_embeddings::bag_of_words(text, FAKE_DIMENSIONS)
 }
 
 fn health(client: &Client, collection: &str) -> Value {
