@@ -64,8 +64,6 @@ def test_schemathesis_finds_no_failures(fuzz_server, tmp_path):
         f"{fuzz_server.base_url}/openapi.json",
         "--url",
         fuzz_server.base_url,
-        "--checks",
-        "all",
         "--max-examples",
         str(MAX_EXAMPLES),
         "--workers",
