@@ -146,21 +146,7 @@ fn walk_document(
     let mut skip_from_depth: Option<usize> = None;
     let mut depth = 0usize;
     let mut title: Option<String> = None;
-    loop {
-        if builder.is_full() {
-            break;
-        }
-        let event = match reader.read_event() {
-            Ok(Event::Eof) => break,
-            Ok(event) => event,
-            Err(error) => {
-                builder.note(format!(
-                    "xml error in the document at byte {}: {error}; the rest is missing",
-                    reader.buffer_position()
-                ));
-                break;
-            }
-        };
+    while let Some(event) = xml::next_event(&mut reader, builder, "the document") {
         match event {
             Event::Start(element) => {
                 depth += 1;

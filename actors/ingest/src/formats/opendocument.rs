@@ -79,21 +79,7 @@ fn walk_content(content: &str, builder: &mut TextBuilder, limits: &Limits) {
     let mut in_notes = false;
     let mut notes_started = false;
     let mut frame_is_title = false;
-    loop {
-        if builder.is_full() {
-            break;
-        }
-        let event = match reader.read_event() {
-            Ok(Event::Eof) => break,
-            Ok(event) => event,
-            Err(error) => {
-                builder.note(format!(
-                    "xml error in content.xml at byte {}: {error}; the rest is missing",
-                    reader.buffer_position()
-                ));
-                break;
-            }
-        };
+    while let Some(event) = xml::next_event(&mut reader, builder, "content.xml") {
         match event {
             Event::Start(element) => {
                 depth += 1;

@@ -65,28 +65,12 @@ pub(super) fn extract(kind: Kind, bytes: &[u8], limits: &Limits) -> Result<Extra
                 XlsError::Password => IngestError::Encrypted { kind },
                 other => IngestError::invalid(kind, other.to_string()),
             })?;
-            let sheets = workbook.sheets_metadata().to_vec();
-            for_each_sheet(&sheets, &mut builder, limits, |name| {
-                let range = workbook
-                    .worksheet_range(name)
-                    .map_err(|error| error.to_string())?;
-                let cells = dense_to_sparse(&range, cells_left);
-                cells_left -= cells.len();
-                Ok(cells)
-            })?;
+            read_dense(&mut workbook, &mut builder, limits, &mut cells_left)?;
         }
         _ => {
             let mut workbook = Ods::new(Cursor::new(bytes))
                 .map_err(|error| IngestError::invalid(kind, error.to_string()))?;
-            let sheets = workbook.sheets_metadata().to_vec();
-            for_each_sheet(&sheets, &mut builder, limits, |name| {
-                let range = workbook
-                    .worksheet_range(name)
-                    .map_err(|error| error.to_string())?;
-                let cells = dense_to_sparse(&range, cells_left);
-                cells_left -= cells.len();
-                Ok(cells)
-            })?;
+            read_dense(&mut workbook, &mut builder, limits, &mut cells_left)?;
         }
     }
     if cells_left == 0 {
@@ -111,6 +95,29 @@ fn dense_to_sparse(range: &calamine::Range<Data>, cells_left: usize) -> Vec<Spar
         })
         .take(cells_left)
         .collect()
+}
+
+/// Every sheet of a workbook that calamine reads as a dense range (XLS, ODS), at most
+/// `cells_left` cells in all.
+fn read_dense<'bytes, R>(
+    workbook: &mut R,
+    builder: &mut TextBuilder,
+    limits: &Limits,
+    cells_left: &mut usize,
+) -> Result<(), IngestError>
+where
+    R: Reader<Cursor<&'bytes [u8]>>,
+    R::Error: std::fmt::Display,
+{
+    let sheets = workbook.sheets_metadata().to_vec();
+    for_each_sheet(&sheets, builder, limits, |name| {
+        let range = workbook
+            .worksheet_range(name)
+            .map_err(|error| error.to_string())?;
+        let cells = dense_to_sparse(&range, *cells_left);
+        *cells_left -= cells.len();
+        Ok(cells)
+    })
 }
 
 /// Renders each worksheet through `read_cells`, under the sheet cap.
