@@ -107,6 +107,7 @@
 
 mod archive;
 mod decode;
+mod engines;
 mod error;
 mod extracted;
 mod formats;
@@ -116,6 +117,7 @@ mod sniff;
 #[cfg(unix)]
 pub mod worker;
 
+pub use engines::{extract_with, Engines};
 pub use error::{IngestError, Limit};
 pub use extracted::{Deferred, Extracted, Location, Section};
 pub use kind::{AudioFormat, ImageFormat, Kind, Route};

@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 use rlimit::Resource;
 use serde::{Deserialize, Serialize};
 
-use crate::{extract, sniff, Extracted, IngestError, Limits};
+use crate::{extract_with, sniff, Engines, Extracted, IngestError, Limits};
 
 /// The protocol version a request carries; a child refuses any other.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -139,6 +139,9 @@ struct Request {
     filename: Option<String>,
     limits: Limits,
     process: ProcessLimits,
+    /// The engines PDF, images and audio may use (absent: none).
+    #[serde(default)]
+    engines: Engines,
 }
 
 /// The limits a child sets on itself: the part of [`WorkerLimits`] the kernel enforces.
@@ -172,9 +175,9 @@ enum Answer {
 ///
 /// The limits it sets apply to the whole process and cannot be raised again.
 pub fn serve_worker(input: impl Read, output: impl Write) -> ExitCode {
-    serve_worker_with(input, output, |bytes, filename, limits| {
+    serve_worker_with(input, output, |bytes, filename, limits, engines| {
         let kind = sniff(bytes, filename);
-        extract(kind, bytes, limits)
+        extract_with(kind, bytes, limits, engines)
     })
 }
 
@@ -183,7 +186,7 @@ pub fn serve_worker(input: impl Read, output: impl Write) -> ExitCode {
 /// crate's tests inject faults through it.
 pub fn serve_worker_with<F>(input: impl Read, mut output: impl Write, extraction: F) -> ExitCode
 where
-    F: FnOnce(&[u8], Option<&str>, &Limits) -> Result<Extracted, IngestError>,
+    F: FnOnce(&[u8], Option<&str>, &Limits, &Engines) -> Result<Extracted, IngestError>,
 {
     let answer = match read_request(input) {
         Ok((request, bytes)) => run_extraction(extraction, &request, &bytes),
@@ -277,12 +280,12 @@ fn lower_limit(resource: Resource, soft: u64, hard: u64) -> Result<(), String> {
 
 fn run_extraction<F>(extraction: F, request: &Request, bytes: &[u8]) -> Answer
 where
-    F: FnOnce(&[u8], Option<&str>, &Limits) -> Result<Extracted, IngestError>,
+    F: FnOnce(&[u8], Option<&str>, &Limits, &Engines) -> Result<Extracted, IngestError>,
 {
     let filename = request.filename.as_deref();
     // The extraction is pure; nothing it touched is used after a panic.
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-        extraction(bytes, filename, &request.limits)
+        extraction(bytes, filename, &request.limits, &request.engines)
     }));
     match outcome {
         Ok(Ok(extracted)) => Answer::Extracted { extracted },
@@ -325,6 +328,8 @@ pub struct Worker {
     pub args: Vec<String>,
     /// What each child may use.
     pub limits: WorkerLimits,
+    /// The engines each child may drive (PDF, OCR, speech).
+    pub engines: Engines,
 }
 
 /// How waiting for the child ended.
@@ -348,7 +353,14 @@ impl Worker {
             program: program.into(),
             args,
             limits,
+            engines: Engines::default(),
         }
+    }
+
+    /// The same worker, driving `engines`.
+    pub fn with_engines(mut self, engines: Engines) -> Self {
+        self.engines = engines;
+        self
     }
 
     /// Sniffs and extracts `bytes` in a child process under [`Worker::limits`]; the result
@@ -374,6 +386,7 @@ impl Worker {
                 memory_bytes: self.limits.memory_bytes,
                 cpu_seconds: self.limits.cpu_seconds,
             },
+            engines: self.engines.clone(),
         };
         let mut header = serde_json::to_vec(&request).map_err(|error| {
             WorkerError::Protocol(format!("cannot encode the request: {error}"))
@@ -623,7 +636,7 @@ mod tests {
 
     fn answer_of(input: &[u8]) -> (Answer, ExitCode) {
         let mut output = Vec::new();
-        let code = serve_worker_with(input, &mut output, |bytes, _, _| {
+        let code = serve_worker_with(input, &mut output, |bytes, _, _, _| {
             Ok(Extracted {
                 kind: Kind::Text,
                 text: String::from_utf8_lossy(bytes).into_owned(),
@@ -671,8 +684,9 @@ mod tests {
                 memory_bytes: 1,
                 cpu_seconds: 1,
             },
+            engines: Engines::default(),
         };
-        let answer = run_extraction(|_, _, _| panic!("boom"), &request, b"");
+        let answer = run_extraction(|_, _, _, _| panic!("boom"), &request, b"");
         write_answer(&mut output, &answer).unwrap();
         let parsed = parse_answer(&output).unwrap();
         assert!(matches!(parsed, Answer::Panicked { message } if message == "boom"));

@@ -63,7 +63,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    serve_worker_with(input, output, |_, _, _| inject(fault))
+    serve_worker_with(input, output, |_, _, _, _| inject(fault))
 }
 
 fn inject(fault: Fault) -> Result<Extracted, IngestError> {

@@ -1,14 +1,17 @@
 //! One extractor per format family, and the dispatch from a [`Kind`] to it. Each extractor
 //! writes through a `TextBuilder` so the character cap and sections behave alike.
 
+pub(crate) mod audio;
 mod delimited;
 mod docx;
 mod epub;
 mod html;
+pub(crate) mod image;
 mod json;
 mod mail;
 mod markdown;
 mod opendocument;
+pub(crate) mod pdf;
 mod plain;
 mod pptx;
 mod rtf;

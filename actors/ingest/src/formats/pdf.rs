@@ -1,0 +1,15 @@
+//! PDF: not yet extracted (the PDF engine lands next).
+
+use crate::engines::Engines;
+use crate::error::IngestError;
+use crate::extracted::Extracted;
+use crate::kind::Kind;
+use crate::limits::Limits;
+
+pub(crate) fn extract(
+    _bytes: &[u8],
+    _limits: &Limits,
+    _engines: &Engines,
+) -> Result<Extracted, IngestError> {
+    Err(IngestError::NeedsWorker { kind: Kind::Pdf })
+}
