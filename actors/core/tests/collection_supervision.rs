@@ -128,6 +128,28 @@ impl memvault_storage::JobStore for FlakyStore {
     }
 }
 
+impl memvault_storage::IngestStore for FlakyStore {
+    fn put_batch(&self, batch: &memvault_storage::IngestBatchRecord) -> StoreResult<()> {
+        self.inner.put_batch(batch)
+    }
+
+    fn batch(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+    ) -> StoreResult<Option<memvault_storage::IngestBatchRecord>> {
+        self.inner.batch(tenant, id)
+    }
+
+    fn unfinished_batches(&self) -> StoreResult<Vec<memvault_storage::IngestBatchRecord>> {
+        self.inner.unfinished_batches()
+    }
+
+    fn prune_batches(&self, before: chrono::DateTime<chrono::Utc>) -> StoreResult<usize> {
+        self.inner.prune_batches(before)
+    }
+}
+
 impl memvault_storage::OutboxStore for FlakyStore {
     fn put_delivery(&self, delivery: &memvault_storage::OutboxDelivery) -> StoreResult<()> {
         self.inner.put_delivery(delivery)

@@ -40,9 +40,12 @@ pub use crypto::{CryptoError, SecretBox};
 pub use error::StorageError;
 pub use records::{
     ApiKeyRecord, CollectionName, CollectionRecord, CreatedBy, EmbeddingModel, ExtractJobRecord,
-    ExtractionLlmRecord, GrantRecord, JobState, MemoryRecord, RememberedFact, StagedEmbedding,
-    StoredMemory, Suspension, TenantId, TenantRecord, TenantSettings, UsageRow,
+    ExtractionLlmRecord, GrantRecord, IngestBatchRecord, IngestItemRecord, IngestItemState,
+    JobState, MemoryRecord, RememberedFact, StagedEmbedding, StoredMemory, Suspension, TenantId,
+    TenantRecord, TenantSettings, UsageRow,
 };
 pub use records::{AuditEntry, OutboxDelivery, WebhookRecord};
 pub use sled_store::SledStore;
-pub use store::{AuditStore, JobStore, MemoryStore, MetaStore, OutboxStore, ReembedStore, Store};
+pub use store::{
+    AuditStore, IngestStore, JobStore, MemoryStore, MetaStore, OutboxStore, ReembedStore, Store,
+};

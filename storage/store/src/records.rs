@@ -518,3 +518,95 @@ mod tests {
         assert_ne!(first, TenantId::generate());
     }
 }
+
+/// Where one file of an ingest batch is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IngestItemState {
+    /// Stored, waiting for its turn.
+    Queued,
+    /// Being read by an extraction worker.
+    Extracting,
+    /// Extracted; its chunks are being embedded and stored.
+    Embedding,
+    /// Its memories are stored (or it was a duplicate of a file already stored).
+    Done,
+    /// It gave no memory; `reason` says why.
+    Failed,
+}
+
+impl IngestItemState {
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Done | Self::Failed)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Extracting => "extracting",
+            Self::Embedding => "embedding",
+            Self::Done => "done",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// One file of an ingest batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IngestItemRecord {
+    /// The file's id: its blob lives under `files/{file_id}/` in the tenant's space, and
+    /// the memories made from it name it in their metadata.
+    pub file_id: String,
+    pub filename: String,
+    /// The content type the client declared (informative only: files are sniffed).
+    pub declared_type: Option<String>,
+    /// The blob's path under the tenant; `None` when the file was refused before it was
+    /// stored (over the size limit, empty).
+    pub blob_path: Option<String>,
+    pub size: u64,
+    pub state: IngestItemState,
+    /// Why it failed, or what was skipped (OCR, transcription), or the duplicate's note.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// The memories made from it.
+    #[serde(default)]
+    pub memory_ids: Vec<String>,
+    /// How many times processing started; a crash mid-way counts.
+    #[serde(default)]
+    pub attempts: u32,
+    /// When the current attempt started (the watchdog's clock).
+    #[serde(default)]
+    pub started_at: Option<DateTime<Utc>>,
+}
+
+/// An asynchronous ingest: files dropped (or uploaded straight to storage) into one
+/// collection, processed one by one by the ingest job kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IngestBatchRecord {
+    pub id: String,
+    pub tenant_id: TenantId,
+    pub collection: CollectionName,
+    pub created_by: CreatedBy,
+    /// `drop`, `complete` or `email`: where the files came from.
+    pub origin: String,
+    /// Extra metadata every memory of the batch carries (e.g. a mail's sender).
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+    /// The `source` its memories get (`file` unless the origin says otherwise).
+    #[serde(default = "default_ingest_source")]
+    pub source: String,
+    pub items: Vec<IngestItemRecord>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+fn default_ingest_source() -> String {
+    "file".to_owned()
+}
+
+impl IngestBatchRecord {
+    /// Every item is done or failed.
+    pub fn is_finished(&self) -> bool {
+        self.items.iter().all(|item| item.state.is_finished())
+    }
+}

@@ -15,6 +15,8 @@
 //! {tenant}/u/{month}/{purpose}/{own}/{model}  LLM usage row (JSON)
 //! {tenant}/j/{job}                    extraction job (JSON)
 //! {tenant}/q/{job}                    present while the job is unfinished (empty value)
+//! {tenant}/b/{batch}                  ingest batch with its items (JSON)
+//! {tenant}/bq/{batch}                 present while the batch is unfinished (empty value)
 //! {tenant}/a/{entry}                  audit entry (JSON); ids are UUID v7, so by time
 //! {tenant}/e/{collection}/h           the model of a staged re-embedding (JSON)
 //! {tenant}/e/{collection}/v/{key}     a staged vector: the memory's index key as 20
@@ -35,10 +37,12 @@ use sled::{Batch, Db, Tree};
 use crate::error::{Result, StorageError};
 use crate::records::{
     ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmbeddingModel, ExtractJobRecord,
-    MemoryRecord, OutboxDelivery, StagedEmbedding, StoredMemory, TenantId, TenantRecord,
-    TenantSettings, UsageRow,
+    IngestBatchRecord, MemoryRecord, OutboxDelivery, StagedEmbedding, StoredMemory, TenantId,
+    TenantRecord, TenantSettings, UsageRow,
 };
-use crate::store::{AuditStore, JobStore, MemoryStore, MetaStore, OutboxStore, ReembedStore};
+use crate::store::{
+    AuditStore, IngestStore, JobStore, MemoryStore, MetaStore, OutboxStore, ReembedStore,
+};
 
 pub struct SledStore {
     db: Db,
@@ -134,6 +138,14 @@ fn job_key(tenant: &TenantId, id: &str) -> String {
 
 fn queue_key(tenant: &TenantId, id: &str) -> String {
     format!("{tenant}/q/{id}")
+}
+
+fn batch_key(tenant: &TenantId, id: &str) -> String {
+    format!("{tenant}/b/{id}")
+}
+
+fn batch_queue_key(tenant: &TenantId, id: &str) -> String {
+    format!("{tenant}/bq/{id}")
 }
 
 fn delivery_key(tenant: &TenantId, id: &str) -> String {
@@ -423,6 +435,64 @@ impl JobStore for SledStore {
         }
         if pruned > 0 {
             self.data.apply_batch(batch)?;
+            self.flush()?;
+        }
+        Ok(pruned)
+    }
+}
+
+impl IngestStore for SledStore {
+    fn put_batch(&self, batch: &IngestBatchRecord) -> Result<()> {
+        let mut writes = Batch::default();
+        writes.insert(
+            batch_key(&batch.tenant_id, &batch.id).as_bytes(),
+            serde_json::to_vec(batch)?,
+        );
+        let queued = batch_queue_key(&batch.tenant_id, &batch.id);
+        if batch.is_finished() {
+            writes.remove(queued.as_bytes());
+        } else {
+            writes.insert(queued.as_bytes(), &[]);
+        }
+        self.data.apply_batch(writes)?;
+        self.flush()
+    }
+
+    fn batch(&self, tenant: &TenantId, id: &str) -> Result<Option<IngestBatchRecord>> {
+        get_json(&self.data, &batch_key(tenant, id))
+    }
+
+    fn unfinished_batches(&self) -> Result<Vec<IngestBatchRecord>> {
+        let mut batches = Vec::new();
+        for tenant in self.tenants()? {
+            let prefix = format!("{}/bq/", tenant.id);
+            for entry in self.data.scan_prefix(&prefix) {
+                let (key, _) = entry?;
+                let id = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+                if let Some(batch) = self.batch(&tenant.id, &id)? {
+                    batches.push(batch);
+                }
+            }
+        }
+        batches.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(batches)
+    }
+
+    fn prune_batches(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize> {
+        let mut writes = Batch::default();
+        let mut pruned = 0;
+        for tenant in self.tenants()? {
+            for entry in self.data.scan_prefix(format!("{}/b/", tenant.id)) {
+                let (key, value) = entry?;
+                let batch: IngestBatchRecord = decode_json(&key, &value)?;
+                if batch.is_finished() && batch.updated_at < before {
+                    writes.remove(key);
+                    pruned += 1;
+                }
+            }
+        }
+        if pruned > 0 {
+            self.data.apply_batch(writes)?;
             self.flush()?;
         }
         Ok(pruned)

@@ -5,8 +5,8 @@
 use crate::error::Result;
 use crate::records::{
     ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmbeddingModel, ExtractJobRecord,
-    OutboxDelivery, StagedEmbedding, StoredMemory, TenantId, TenantRecord, TenantSettings,
-    UsageRow,
+    IngestBatchRecord, OutboxDelivery, StagedEmbedding, StoredMemory, TenantId, TenantRecord,
+    TenantSettings, UsageRow,
 };
 
 /// Tenants, their API keys and their collections.
@@ -143,10 +143,27 @@ pub trait AuditStore: Send + Sync + 'static {
     fn prune_audit(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize>;
 }
 
+/// Ingest batches: a batch and its items are one record, written whole at every step, so
+/// a batch read after a crash is one that was written.
+pub trait IngestStore: Send + Sync + 'static {
+    /// Stores the batch; an unfinished one stays in the queue [`Self::unfinished_batches`]
+    /// reads at start-up.
+    fn put_batch(&self, batch: &IngestBatchRecord) -> Result<()>;
+    fn batch(&self, tenant: &TenantId, id: &str) -> Result<Option<IngestBatchRecord>>;
+    /// Every unfinished batch of every tenant, oldest first.
+    fn unfinished_batches(&self) -> Result<Vec<IngestBatchRecord>>;
+    /// Removes finished batches last written before `before`.
+    fn prune_batches(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize>;
+}
+
 /// Everything the service persists; one value of it is shared by all actors.
 pub trait Store:
-    MetaStore + MemoryStore + JobStore + OutboxStore + AuditStore + ReembedStore
+    MetaStore + MemoryStore + JobStore + OutboxStore + AuditStore + ReembedStore + IngestStore
 {
 }
 
-impl<T: MetaStore + MemoryStore + JobStore + OutboxStore + AuditStore + ReembedStore> Store for T {}
+impl<
+        T: MetaStore + MemoryStore + JobStore + OutboxStore + AuditStore + ReembedStore + IngestStore,
+    > Store for T
+{
+}

@@ -19,8 +19,9 @@ use serde_json::json;
 
 use crate::records::{
     ApiKeyRecord, CollectionName, CollectionRecord, CreatedBy, EmbeddingModel, ExtractJobRecord,
-    ExtractionLlmRecord, GrantRecord, JobState, MemoryRecord, RememberedFact, StagedEmbedding,
-    StoredMemory, TenantId, TenantRecord, TenantSettings, UsageRow,
+    ExtractionLlmRecord, GrantRecord, IngestBatchRecord, IngestItemRecord, IngestItemState,
+    JobState, MemoryRecord, RememberedFact, StagedEmbedding, StoredMemory, TenantId, TenantRecord,
+    TenantSettings, UsageRow,
 };
 use crate::records::{AuditEntry, OutboxDelivery, WebhookRecord};
 use crate::store::Store;
@@ -48,6 +49,7 @@ macro_rules! store_suite {
                 settings_default_then_round_trip,
                 usage_adds_up_per_row,
                 jobs_leave_the_queue_when_finished,
+                ingest_batches_leave_the_queue_when_every_item_is_finished,
                 outbox_keeps_deliveries_until_deleted,
                 audit_is_per_tenant_newest_first_and_pruned_by_age,
                 staged_embeddings_resume_by_key_and_swap_in_one_write,
@@ -561,6 +563,82 @@ pub fn jobs_leave_the_queue_when_finished(store: &dyn Store) {
     );
     assert!(store.job(&tenant.id, "job-a").unwrap().is_none());
     assert!(store.job(&tenant.id, "job-b").unwrap().is_some());
+}
+
+pub fn ingest_batches_leave_the_queue_when_every_item_is_finished(store: &dyn Store) {
+    let tenant = sample_tenant("ingest");
+    store.put_tenant(&tenant).unwrap();
+    let at = |second: u32| Utc.with_ymd_and_hms(2026, 3, 1, 0, 0, second).unwrap();
+    let item = |file: &str| IngestItemRecord {
+        file_id: file.to_owned(),
+        filename: format!("{file}.txt"),
+        declared_type: Some("text/plain".to_owned()),
+        blob_path: Some(format!("files/{file}/{file}.txt")),
+        size: 12,
+        state: IngestItemState::Queued,
+        reason: None,
+        memory_ids: Vec::new(),
+        attempts: 0,
+        started_at: None,
+    };
+    let batch = |id: &str, second: u32| IngestBatchRecord {
+        id: id.to_owned(),
+        tenant_id: tenant.id.clone(),
+        collection: name("inbox"),
+        created_by: CreatedBy {
+            id: "key".to_owned(),
+            label: "label".to_owned(),
+        },
+        origin: "drop".to_owned(),
+        metadata: serde_json::Map::new(),
+        source: "file".to_owned(),
+        items: vec![item("f1"), item("f2")],
+        created_at: at(second),
+        updated_at: at(second),
+    };
+    let (second, first) = (batch("batch-b", 2), batch("batch-a", 1));
+    store.put_batch(&second).unwrap();
+    store.put_batch(&first).unwrap();
+    let ids = |batches: Vec<IngestBatchRecord>| {
+        batches
+            .into_iter()
+            .map(|batch| batch.id)
+            .filter(|id| id.starts_with("batch-"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids(store.unfinished_batches().unwrap()),
+        vec!["batch-a", "batch-b"]
+    );
+    let mut half = first.clone();
+    half.items[0].state = IngestItemState::Done;
+    half.items[0].memory_ids = vec!["m1".to_owned()];
+    store.put_batch(&half).unwrap();
+    assert_eq!(
+        store.batch(&tenant.id, "batch-a").unwrap(),
+        Some(half.clone())
+    );
+    assert_eq!(
+        ids(store.unfinished_batches().unwrap()),
+        vec!["batch-a", "batch-b"]
+    );
+    let mut done = half;
+    done.items[1].state = IngestItemState::Failed;
+    done.items[1].reason = Some("encrypted".to_owned());
+    store.put_batch(&done).unwrap();
+    assert_eq!(ids(store.unfinished_batches().unwrap()), vec!["batch-b"]);
+    assert!(store
+        .batch(&sample_tenant("x").id, "batch-a")
+        .unwrap()
+        .is_none());
+    assert_eq!(store.prune_batches(at(0)).unwrap(), 0);
+    assert_eq!(
+        store.prune_batches(at(59)).unwrap(),
+        1,
+        "only the finished batch goes"
+    );
+    assert!(store.batch(&tenant.id, "batch-a").unwrap().is_none());
+    assert!(store.batch(&tenant.id, "batch-b").unwrap().is_some());
 }
 
 pub fn outbox_keeps_deliveries_until_deleted(store: &dyn Store) {
