@@ -19,6 +19,31 @@ pub enum Error {
         collection: CollectionName,
         id: String,
     },
+    /// A memory's attached file at an index it does not have.
+    #[error("memory '{id}' has no attached file at index {index}")]
+    ImageNotFound { id: String, index: usize },
+    /// An ingest batch this tenant does not have.
+    #[error("ingest batch '{0}' not found")]
+    BatchNotFound(String),
+    /// A file over the per-file limit.
+    #[error("'{filename}' is {size} bytes, over the per-file limit of {limit} bytes")]
+    FileTooLarge {
+        filename: String,
+        size: u64,
+        limit: u64,
+    },
+    /// No blob under a presigned URL's key.
+    #[error("no file is stored under this URL")]
+    BlobNotFound,
+    /// A presigned URL whose signature does not match.
+    #[error("the URL's signature does not match its key, method and expiry")]
+    BadSignature,
+    /// A presigned URL past its expiry.
+    #[error("the URL has expired; read the memory again for a fresh one")]
+    UrlExpired,
+    /// The blob store failed.
+    #[error("file storage failed: {0}")]
+    Blobs(String),
     /// An API key the URL names (revoke, rotate) that this tenant does not have.
     #[error("key '{0}' not found")]
     KeyNotFound(String),
@@ -159,6 +184,13 @@ impl Error {
             Error::TenantNotFound(_) => ErrorCode::TenantNotFound,
             Error::CollectionNotFound(_) => ErrorCode::CollectionNotFound,
             Error::MemoryNotFound { .. } => ErrorCode::MemoryNotFound,
+            Error::ImageNotFound { .. } => ErrorCode::ImageNotFound,
+            Error::BatchNotFound(_) => ErrorCode::BatchNotFound,
+            Error::FileTooLarge { .. } => ErrorCode::FileTooLarge,
+            Error::Blobs(_) => ErrorCode::StorageUnavailable,
+            Error::BlobNotFound => ErrorCode::BlobNotFound,
+            Error::BadSignature => ErrorCode::BadSignature,
+            Error::UrlExpired => ErrorCode::UrlExpired,
             Error::KeyNotFound(_) | Error::GrantKeyNotFound(_) => ErrorCode::KeyNotFound,
             Error::GrantNotFound { .. } => ErrorCode::GrantNotFound,
             Error::JobNotFound(_) => ErrorCode::JobNotFound,

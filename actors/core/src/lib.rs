@@ -28,6 +28,7 @@ pub mod embedders;
 pub mod error;
 pub mod events;
 pub mod extraction;
+pub mod files;
 pub mod maintenance;
 pub mod memory;
 pub mod metrics;

@@ -18,6 +18,8 @@ pub struct NewMemory {
     pub source: String,
     pub metadata: Map<String, Value>,
     pub container_tag: Option<String>,
+    /// Attached files, in their stored form (`crate::files::Attachment`).
+    pub images: Vec<Value>,
 }
 
 /// A validated partial update: `None` leaves a field as it is.
@@ -48,6 +50,17 @@ pub struct MemoryChange {
     pub metadata: Option<Map<String, Value>>,
     pub pinned: Option<bool>,
     pub archived: Option<bool>,
+    /// A file attached or removed.
+    pub images: Option<ImageChange>,
+}
+
+/// A change to a memory's attached files.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ImageChange {
+    /// Appends one (its stored form).
+    Add(Value),
+    /// Removes the one at this index; an index past the end is `ImageNotFound`.
+    Remove(usize),
 }
 
 impl MemoryChange {
@@ -58,6 +71,7 @@ impl MemoryChange {
             || self.importance.is_some()
             || self.category.is_some()
             || self.metadata.is_some()
+            || self.images.is_some()
     }
 }
 

@@ -21,7 +21,20 @@ pub trait Embedder: Send + Sync + 'static {
     fn dimensions(&self) -> usize;
     /// One vector per text, in order.
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError>;
+    /// Counts a text's tokens the way this model reads it (without its special tokens),
+    /// for sizing chunks; `None` when the model's tokenizer is not known here (a remote
+    /// endpoint), and callers estimate.
+    fn token_counter(&self) -> Option<TokenCounter> {
+        None
+    }
+    /// The most tokens the model reads of one text; the rest is cut.
+    fn max_tokens(&self) -> Option<usize> {
+        None
+    }
 }
+
+/// Counts the tokens of a text (see [`Embedder::token_counter`]).
+pub type TokenCounter = std::sync::Arc<dyn Fn(&str) -> usize + Send + Sync>;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum EmbeddingError {

@@ -109,6 +109,21 @@ impl Embedder for MiniLmEmbedder {
         self.dimensions
     }
 
+    fn token_counter(&self) -> Option<crate::TokenCounter> {
+        let mut tokenizer = self.tokenizer.clone();
+        tokenizer.with_padding(None);
+        tokenizer.with_truncation(None).ok()?;
+        Some(std::sync::Arc::new(move |text: &str| {
+            tokenizer
+                .encode(text, false)
+                .map_or(text.len() / 4, |encoding| encoding.get_ids().len())
+        }))
+    }
+
+    fn max_tokens(&self) -> Option<usize> {
+        Some(MAX_TOKENS)
+    }
+
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
         // Similar lengths share a chunk, so a long text does not pad short ones.
         let mut order: Vec<usize> = (0..texts.len()).collect();

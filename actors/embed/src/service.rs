@@ -23,6 +23,8 @@ pub struct EmbeddingService {
     sender: mpsc::UnboundedSender<Request>,
     model_name: Arc<str>,
     dimensions: usize,
+    token_counter: Option<crate::TokenCounter>,
+    max_tokens: Option<usize>,
 }
 
 impl EmbeddingService {
@@ -31,6 +33,7 @@ impl EmbeddingService {
         let (sender, receiver) = mpsc::unbounded_channel();
         let model_name = Arc::from(embedder.model_name());
         let dimensions = embedder.dimensions();
+        let (token_counter, max_tokens) = (embedder.token_counter(), embedder.max_tokens());
         let spawned = std::thread::Builder::new()
             .name("memvault-embed".to_owned())
             .spawn(move || run(embedder.as_ref(), receiver, max_batch.max(1)));
@@ -42,7 +45,19 @@ impl EmbeddingService {
             sender,
             model_name,
             dimensions,
+            token_counter,
+            max_tokens,
         }
+    }
+
+    /// The model's own token count (see [`crate::Embedder::token_counter`]).
+    pub fn token_counter(&self) -> Option<crate::TokenCounter> {
+        self.token_counter.clone()
+    }
+
+    /// The most tokens the model reads of one text.
+    pub fn max_tokens(&self) -> Option<usize> {
+        self.max_tokens
     }
 
     pub fn model_name(&self) -> &str {

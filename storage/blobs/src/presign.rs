@@ -2,7 +2,8 @@
 //! (the local directory, the in-memory test store). memvault serves them itself:
 //! `{public_url}/v1/blobs/{key}?expires=<unix seconds>&sig=<hex HMAC-SHA256>`, where the
 //! MAC covers the method, the full key and the expiry, so a URL can be used neither for
-//! another blob, nor for the other method, nor after it expires.
+//! another blob, nor for the other method, nor after it expires. Each tenant's URLs are
+//! signed with a key derived for that tenant from the server secret.
 
 use std::fmt;
 use std::time::Duration;
@@ -126,9 +127,15 @@ impl UrlSigner {
         Ok(())
     }
 
+    /// The MAC of a URL, keyed by a key derived for the key's tenant (HMAC of the tenant id
+    /// under the server secret), so no two tenants' URLs share a signing key.
     fn mac(&self, method: PresignMethod, key: &BlobKey, expires: i64) -> Hmac<Sha256> {
-        let mut mac =
+        let mut derive =
             Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes a key of any length");
+        derive.update(format!("memvault blob URLs\n{}", key.tenant()).as_bytes());
+        let tenant_key = derive.finalize().into_bytes();
+        let mut mac =
+            Hmac::<Sha256>::new_from_slice(&tenant_key).expect("HMAC takes a key of any length");
         // Keys hold no control characters, so '\n' separates the fields unambiguously.
         mac.update(format!("{}\n{}\n{}", method.as_str(), key, expires).as_bytes());
         mac

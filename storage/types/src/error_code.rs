@@ -62,6 +62,9 @@ make_error_codes! {
     KeyNotFound = ("key_not_found", 404, "No such API key in this tenant.");
     GrantNotFound = ("grant_not_found", 404, "The collection has no grant for this agent.");
     JobNotFound = ("job_not_found", 404, "No such extract job.");
+    ImageNotFound = ("image_not_found", 404, "The memory has no attached file at this index.");
+    BatchNotFound = ("batch_not_found", 404, "No such ingest batch in this tenant.");
+    BlobNotFound = ("blob_not_found", 404, "No file is stored under this presigned URL's key (it was deleted, or never uploaded).");
     WebhookNotFound = ("webhook_not_found", 404, "The tenant has no webhook configured.");
     MethodNotAllowed = ("method_not_allowed", 405, "The path exists but not with this HTTP method.");
     TenantExists = ("tenant_exists", 409, "A tenant with this email exists already.");
@@ -71,6 +74,9 @@ make_error_codes! {
     LastActiveKey = ("last_active_key", 409, "The tenant's last active key cannot be revoked; create another key first.");
     OwnerKeyNotRevocable = ("owner_key_not_revocable", 409, "The owner key cannot be revoked; rotate it instead.");
     PayloadTooLarge = ("payload_too_large", 413, "The request body is larger than the server accepts.");
+    FileTooLarge = ("file_too_large", 413, "A file is over the per-file upload limit (10 MiB).");
+    BadSignature = ("bad_signature", 403, "The presigned URL's signature does not match its key, method and expiry.");
+    UrlExpired = ("url_expired", 403, "The presigned URL has expired; read the memory again for a fresh one.");
     InvalidBody = ("invalid_body", 422, "The request body is missing, not JSON, or does not have the documented shape.");
     InvalidQuery = ("invalid_query", 422, "A query parameter is malformed.");
     InvalidPath = ("invalid_path", 422, "A path parameter is malformed.");
@@ -88,6 +94,7 @@ make_error_codes! {
     StoreInconsistent = ("store_inconsistent", 503, "A memory is in the collection's state but not in the store; the collection reloads, retry shortly.");
     EmbeddingModelUnavailable = ("embedding_model_unavailable", 503, "The model that built the collection's vectors cannot run on this server; the collection is being re-embedded with the configured model, retry when that is done.");
     ExtractionUnavailable = ("extraction_unavailable", 503, "The extraction queue is not running.");
+    StorageUnavailable = ("storage_unavailable", 503, "The file storage (local directory or S3 bucket) failed; retry shortly.");
     EncryptionKeyMissing = ("encryption_key_missing", 503, "The server has no encryption key, so it cannot store credentials.");
     LlmKeyUnreadable = ("llm_key_unreadable", 503, "The tenant's stored LLM key cannot be decrypted.");
     LlmNotConfigured = ("llm_not_configured", 503, "No LLM is configured for the call.");

@@ -52,3 +52,9 @@ pub const STALE_DAYS_MAX: u32 = 36_500;
 /// Memories a collection summary is based on, by default and at most.
 pub const SUMMARY_LIMIT_DEFAULT: usize = 50;
 pub const SUMMARY_LIMIT_MAX: usize = 200;
+
+/// The per-file upload limit (SPEC: 10 MB; read as 10 MiB, the more lenient).
+pub const FILE_MAX_BYTES: u64 = 10 * 1024 * 1024;
+
+/// Files in one folder upload.
+pub const FOLDER_MAX_FILES: usize = 50;

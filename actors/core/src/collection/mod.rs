@@ -42,7 +42,7 @@ pub use state::{CollectionHandle, CollectionSnapshot};
 use crate::call::blocking;
 use crate::error::{Error, Result};
 use crate::events::{EventBroker, MemoryEventKind};
-use crate::memory::MemoryChange;
+use crate::memory::{ImageChange, MemoryChange};
 use memvault_index::{CollectionIndexes, IndexError, IndexInput, IndexSettings};
 
 /// How often pending text-index writes are committed when no search forces it.
@@ -608,6 +608,19 @@ async fn update(
     }
     if let Some(metadata) = change.metadata {
         record.metadata = metadata;
+    }
+    match change.images {
+        Some(ImageChange::Add(image)) => record.images.push(image),
+        Some(ImageChange::Remove(index)) if index < record.images.len() => {
+            record.images.remove(index);
+        }
+        Some(ImageChange::Remove(index)) => {
+            return Err(Error::ImageNotFound {
+                id: record.id.clone(),
+                index,
+            })
+        }
+        None => {}
     }
     if let Some(pinned) = change.pinned {
         record.pinned = pinned;

@@ -78,6 +78,31 @@ impl<L: Level> CollectionAccess<L> {
     }
 }
 
+impl CollectionAccess<Write> {
+    /// The write access a background job continues under: the intake that accepted the
+    /// job (an ingest batch) took a [`CollectionAccess<Write>`] from
+    /// [`Authorizer::authorize`] for this writer and collection; the job, resumed perhaps
+    /// after a restart, writes as that writer.
+    pub(crate) fn resumed(
+        tenant: &TenantId,
+        writer: &memvault_storage::CreatedBy,
+        collection: CollectionName,
+    ) -> Self {
+        Self {
+            agent: Agent {
+                tenant_id: tenant.clone(),
+                key_id: writer.id.clone(),
+                label: writer.label.clone(),
+                read_only: false,
+                owner: false,
+                admin: false,
+            },
+            collection,
+            level: PhantomData,
+        }
+    }
+}
+
 /// What a dedup or archive-stale call may do: a dry run only reads, applying writes. The
 /// one rule for REST and MCP.
 #[derive(Debug, Clone)]

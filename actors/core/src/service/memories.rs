@@ -70,6 +70,7 @@ impl Memories {
                 record: MemoryRecord {
                     metadata: memory.metadata,
                     container_tag: memory.container_tag,
+                    images: memory.images,
                     ..MemoryRecord::new(
                         memory.text,
                         memory.importance,

@@ -6,6 +6,7 @@ pub mod access;
 mod audit;
 mod changes;
 mod collections;
+mod files;
 pub mod intelligence;
 mod keys;
 mod maintenance;
@@ -32,6 +33,9 @@ pub use access::{
 pub use audit::AuditTrail;
 pub use changes::CollectionChanges;
 pub use collections::{CollectionView, Collections};
+pub use files::{
+    CompletedUpload, Download, FileResult, Files, Incoming, StagedFile, UploadSpec, UploadTicket,
+};
 pub use intelligence::{IntelligenceConfig, ModelPrice, Purpose};
 pub use keys::{Keys, NewKey};
 pub use maintenance::{CollectionReport, EmbeddingStatus, Maintenance, ServiceHealth};
@@ -86,6 +90,42 @@ pub struct ServiceConfig {
     pub webhooks: WebhookSettings,
     /// Audit entries older than this are pruned.
     pub audit_retention: Duration,
+    /// Files: limits, the worker, the engines.
+    pub files: crate::files::FileSettings,
+    /// Where files are stored, and the signer of memvault's own presigned URLs.
+    pub blobs: BlobBackend,
+}
+
+/// The blob store files go to, and the signer that checks the presigned URLs memvault
+/// serves itself (`/v1/blobs/...`).
+#[derive(Clone)]
+pub struct BlobBackend {
+    pub store: Arc<dyn memvault_blobs::BlobStore>,
+    pub signer: memvault_blobs::UrlSigner,
+}
+
+impl std::fmt::Debug for BlobBackend {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("BlobBackend")
+            .field("signer", &self.signer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BlobBackend {
+    /// Blobs in memory with a random signing secret (tests of the service alone).
+    pub fn in_memory(public_url: &str) -> Self {
+        use rand::RngCore;
+        let mut secret = vec![0u8; 32];
+        rand::thread_rng().fill_bytes(&mut secret);
+        let signer = memvault_blobs::UrlSigner::new(public_url, secret)
+            .expect("a 32-byte secret and an absolute URL");
+        Self {
+            store: Arc::new(memvault_blobs::ObjectBlobStore::in_memory(signer.clone())),
+            signer,
+        }
+    }
 }
 
 impl Default for ServiceConfig {
@@ -103,6 +143,8 @@ impl Default for ServiceConfig {
             clock: Arc::new(SystemClock),
             webhooks: WebhookSettings::default(),
             audit_retention: Duration::from_secs(90 * 24 * 3600),
+            files: crate::files::FileSettings::default(),
+            blobs: BlobBackend::in_memory("http://127.0.0.1:8420"),
         }
     }
 }
@@ -214,6 +256,12 @@ struct Inner {
     webhooks: JobQueue<WebhookDeliveries>,
     /// Where collection actors publish memory changes.
     events: EventBroker,
+    /// Where files are stored.
+    blobs: BlobBackend,
+    /// Reads files in worker processes.
+    reader: crate::files::FileReader,
+    /// Asynchronous ingest batches; set once started (its kind holds a weak reference).
+    ingest: OnceLock<JobQueue<crate::files::IngestJobs>>,
     /// Re-embeds collections built by another model than the configured one.
     reembed: JobQueue<ReembedJobs>,
     reembed_progress: ReembedProgress,
@@ -310,6 +358,9 @@ impl Memvault {
                 store,
                 embedders,
                 caches: SearchCaches::new(config.search_cache_entries, 10_000),
+                blobs: config.blobs.clone(),
+                reader: crate::files::FileReader::new(config.files.clone()),
+                ingest: OnceLock::new(),
                 intelligence,
                 extraction: OnceLock::new(),
                 webhooks,
@@ -324,6 +375,7 @@ impl Memvault {
             }),
         };
         service.start_extraction().await?;
+        service.start_ingest().await?;
         Ok(service)
     }
 
@@ -347,6 +399,40 @@ impl Memvault {
         Ok(())
     }
 
+    /// Starts the ingest queue, which resumes every batch a previous run left unfinished.
+    async fn start_ingest(&self) -> Result<()> {
+        let items = Arc::new(files::BatchItems(Arc::downgrade(&self.inner)));
+        let kind = crate::files::IngestJobs::new(
+            self.inner.store.clone(),
+            items,
+            self.inner.config.files.item_deadline,
+        );
+        let queue = JobQueue::start(Arc::new(kind), 1)
+            .await
+            .map_err(|error| Error::StartFailed {
+                what: "the ingest queue".to_owned(),
+                reason: error.to_string(),
+            })?;
+        let _ = self.inner.ingest.set(queue);
+        Ok(())
+    }
+
+    /// The ingest queue (started with the service).
+    pub(crate) fn ingest_queue(&self) -> Result<&JobQueue<crate::files::IngestJobs>> {
+        self.inner
+            .ingest
+            .get()
+            .ok_or_else(|| Error::TaskFailed {
+                task: "ingest queue",
+                reason: "not started".to_owned(),
+            })
+    }
+
+    /// Files: drop, uploads, attachments, downloads.
+    pub fn files(&self) -> Files {
+        Files { root: self.clone() }
+    }
+
     /// Stops every actor; in-flight actor calls finish first (each actor drains the
     /// message it is handling).
     pub async fn shutdown(&self) {
@@ -354,6 +440,9 @@ impl Memvault {
         self.inner.audit.stop().await;
         if let Some(extraction) = self.inner.extraction.get() {
             extraction.stop().await;
+        }
+        if let Some(ingest) = self.inner.ingest.get() {
+            ingest.stop().await;
         }
         self.inner.reembed.stop().await;
         self.inner

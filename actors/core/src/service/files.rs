@@ -1,0 +1,1247 @@
+//! Files: drop (now or as a batch), presigned uploads and their completion, a memory with
+//! attached files, a folder of files, adding and removing one file, downloads through
+//! presigned URLs, and removing files that no memory references any more.
+//!
+//! Every file is stored as a blob first (its original stays downloadable), then read by a
+//! worker process ([`FileReader`]), chunked ([`Chunker`]) and stored as memories whose
+//! `images` reference the original. One failing file never fails the others.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use memvault_blobs::{BlobError, BlobKey, BlobPrefix, BlobStore, PresignMethod, UrlSigner};
+use memvault_ingest::{Extracted, Kind, Location};
+use memvault_storage::{
+    CollectionName, CreatedBy, IngestBatchRecord, IngestItemRecord, IngestItemState,
+    MemoryRecord, TenantId,
+};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::access::{CollectionAccess, Write};
+use super::Memvault;
+use crate::call::blocking;
+use crate::collection::CollectionMessage;
+use crate::error::{Error, Result};
+use crate::files::{
+    cap_chars, Attachment, Chunker, FileReader, IngestItem, ItemOutcome, Prepared,
+    SignedAttachment,
+};
+use crate::memory::{ImageChange, MemoryChange, NewMemory};
+
+/// Characters of a file's text shown in a drop's per-file result.
+const PREVIEW_CHARS: usize = 200;
+/// Memories stored per write when a file has many chunks.
+const CHUNKS_PER_WRITE: usize = 64;
+
+/// A file stored as a blob, not yet read.
+#[derive(Debug, Clone)]
+pub struct StagedFile {
+    pub file_id: String,
+    pub filename: String,
+    pub declared_type: Option<String>,
+    /// The blob's path under the tenant.
+    pub path: String,
+    pub size: u64,
+    pub sha256: String,
+    /// What the bytes are, by content.
+    pub kind: Kind,
+    /// The bytes, kept while the request that staged them runs.
+    pub bytes: Bytes,
+}
+
+impl StagedFile {
+    fn attachment(&self) -> Attachment {
+        Attachment {
+            file_id: self.file_id.clone(),
+            path: self.path.clone(),
+            filename: self.filename.clone(),
+            content_type: self.kind.mime().to_owned(),
+            size: self.size,
+            sha256: self.sha256.clone(),
+        }
+    }
+}
+
+/// A file of a request: stored, or refused before it was stored.
+#[derive(Debug, Clone)]
+pub enum Incoming {
+    Staged(StagedFile),
+    Refused {
+        filename: String,
+        size: u64,
+        code: String,
+        reason: String,
+    },
+}
+
+impl Incoming {
+    pub fn filename(&self) -> &str {
+        match self {
+            Self::Staged(file) => &file.filename,
+            Self::Refused { filename, .. } => filename,
+        }
+    }
+}
+
+/// How one file of a synchronous drop or a folder ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileResult {
+    pub filename: String,
+    pub file_id: Option<String>,
+    /// `done`, `duplicate` or `failed`.
+    pub status: &'static str,
+    /// What the file was read as (`pdf`, `docx`, `png`, ...).
+    pub kind: Option<String>,
+    pub size: u64,
+    pub memory_ids: Vec<String>,
+    /// The start of the file's text.
+    pub preview: Option<String>,
+    /// Why it failed, or what was skipped.
+    pub detail: Option<String>,
+    /// A failure's stable code.
+    pub code: Option<String>,
+}
+
+/// One file a client wants to upload straight to storage.
+#[derive(Debug, Clone)]
+pub struct UploadSpec {
+    pub filename: String,
+    pub content_type: Option<String>,
+    pub size: u64,
+}
+
+/// A signed upload, or why a file was not signed.
+#[derive(Debug, Clone)]
+pub enum UploadTicket {
+    Signed {
+        filename: String,
+        key: String,
+        url: String,
+        expires_at: DateTime<Utc>,
+    },
+    Refused {
+        filename: String,
+        reason: String,
+    },
+}
+
+/// A file the client says it uploaded (`complete`).
+#[derive(Debug, Clone)]
+pub struct CompletedUpload {
+    pub key: String,
+    pub filename: String,
+    pub mime: Option<String>,
+    pub size: Option<u64>,
+}
+
+/// A blob served through a presigned URL.
+#[derive(Debug, Clone)]
+pub struct Download {
+    pub bytes: Bytes,
+    pub content_type: String,
+    pub filename: String,
+}
+
+/// Files: see the module docs.
+#[derive(Clone)]
+pub struct Files {
+    pub(super) root: Memvault,
+}
+
+impl Files {
+    fn blobs(&self) -> &Arc<dyn BlobStore> {
+        &self.root.inner.blobs.store
+    }
+
+    fn settings(&self) -> &crate::files::FileSettings {
+        &self.root.inner.config.files
+    }
+
+    /// The per-file limit in bytes.
+    pub fn max_file_bytes(&self) -> u64 {
+        self.settings().max_file_bytes
+    }
+
+    /// The most files one folder upload takes.
+    pub fn folder_max_files(&self) -> usize {
+        self.settings().folder_max_files
+    }
+
+    /// Stores a file of a request as a blob under `files/{file_id}/`; an empty file is
+    /// refused here.
+    pub async fn stage(
+        &self,
+        tenant: &TenantId,
+        filename: &str,
+        declared_type: Option<String>,
+        bytes: Bytes,
+    ) -> Result<Incoming> {
+        let filename = clean_filename(filename);
+        if bytes.is_empty() {
+            return Ok(Incoming::Refused {
+                filename,
+                size: 0,
+                code: "empty".to_owned(),
+                reason: "the file is empty".to_owned(),
+            });
+        }
+        let file_id = uuid::Uuid::now_v7().simple().to_string();
+        let path = format!("files/{file_id}/{}", blob_name(&filename));
+        let kind = FileReader::sniff(&bytes, &filename);
+        let key = blob_key(tenant, &path)?;
+        let receipt = self
+            .blobs()
+            .put(&key, bytes.clone(), kind.mime())
+            .await
+            .map_err(storage_error)?;
+        Ok(Incoming::Staged(StagedFile {
+            file_id,
+            filename,
+            declared_type,
+            path,
+            size: receipt.size,
+            sha256: receipt.sha256,
+            kind,
+            bytes,
+        }))
+    }
+
+    /// A file over the per-file limit, refused without being stored.
+    pub fn refuse_oversize(&self, filename: &str, size: u64) -> Incoming {
+        Incoming::Refused {
+            filename: clean_filename(filename),
+            size,
+            code: "file_too_large".to_owned(),
+            reason: format!(
+                "the file is over the per-file limit of {} bytes",
+                self.max_file_bytes()
+            ),
+        }
+    }
+
+    /// Reads, chunks and stores each file now; one result per file.
+    pub async fn drop_now(
+        &self,
+        access: &CollectionAccess<Write>,
+        files: Vec<Incoming>,
+    ) -> Result<Vec<FileResult>> {
+        let mut results = Vec::with_capacity(files.len());
+        for file in files {
+            results.push(self.ingest_now(access, file).await?);
+        }
+        Ok(results)
+    }
+
+    async fn ingest_now(
+        &self,
+        access: &CollectionAccess<Write>,
+        file: Incoming,
+    ) -> Result<FileResult> {
+        let staged = match file {
+            Incoming::Refused {
+                filename,
+                size,
+                code,
+                reason,
+            } => return Ok(failed_result(filename, None, size, code, reason)),
+            Incoming::Staged(staged) => staged,
+        };
+        let context = FileContext::plain();
+        match self
+            .prepare_staged(access.tenant(), access.collection(), &staged, &context)
+            .await
+        {
+            Ok(Prepared {
+                memories,
+                note,
+                preview,
+            }) => {
+                let stored = self.store_chunks(access, memories).await;
+                match stored {
+                    Ok(ids) => Ok(FileResult {
+                        filename: staged.filename.clone(),
+                        file_id: Some(staged.file_id.clone()),
+                        status: "done",
+                        kind: Some(staged.kind.name().to_owned()),
+                        size: staged.size,
+                        memory_ids: ids,
+                        preview,
+                        detail: note,
+                        code: None,
+                    }),
+                    Err(error) => {
+                        self.delete_blob(access.tenant(), &staged.path).await;
+                        Err(error)
+                    }
+                }
+            }
+            Err(Outcome::Duplicate { memory_ids, note }) => {
+                self.delete_blob(access.tenant(), &staged.path).await;
+                Ok(FileResult {
+                    filename: staged.filename.clone(),
+                    file_id: Some(staged.file_id.clone()),
+                    status: "duplicate",
+                    kind: Some(staged.kind.name().to_owned()),
+                    size: staged.size,
+                    memory_ids,
+                    preview: None,
+                    detail: Some(note),
+                    code: None,
+                })
+            }
+            Err(Outcome::Failed { code, reason }) => {
+                self.delete_blob(access.tenant(), &staged.path).await;
+                Ok(failed_result(
+                    staged.filename.clone(),
+                    Some(staged.file_id.clone()),
+                    staged.size,
+                    code,
+                    reason,
+                ))
+            }
+        }
+    }
+
+    /// Stores the files as a batch and queues it; the batch as stored (refused files are
+    /// failed items from the start).
+    pub async fn drop_later(
+        &self,
+        access: &CollectionAccess<Write>,
+        files: Vec<Incoming>,
+        origin: &str,
+    ) -> Result<IngestBatchRecord> {
+        let items = files
+            .into_iter()
+            .map(|file| match file {
+                Incoming::Staged(staged) => IngestItemRecord {
+                    file_id: staged.file_id,
+                    filename: staged.filename,
+                    declared_type: staged.declared_type,
+                    blob_path: Some(staged.path),
+                    size: staged.size,
+                    state: IngestItemState::Queued,
+                    reason: None,
+                    memory_ids: Vec::new(),
+                    attempts: 0,
+                    started_at: None,
+                },
+                Incoming::Refused {
+                    filename,
+                    size,
+                    reason,
+                    ..
+                } => refused_item(filename, size, reason),
+            })
+            .collect();
+        self.start_batch(access, items, origin).await
+    }
+
+    async fn start_batch(
+        &self,
+        access: &CollectionAccess<Write>,
+        items: Vec<IngestItemRecord>,
+        origin: &str,
+    ) -> Result<IngestBatchRecord> {
+        let now = self.root.now();
+        let agent = access.agent();
+        let batch = IngestBatchRecord {
+            id: uuid::Uuid::now_v7().to_string(),
+            tenant_id: agent.tenant_id.clone(),
+            collection: access.collection().clone(),
+            created_by: CreatedBy {
+                id: agent.key_id.clone(),
+                label: agent.label.clone(),
+            },
+            origin: origin.to_owned(),
+            metadata: Map::new(),
+            source: "file".to_owned(),
+            items,
+            created_at: now,
+            updated_at: now,
+        };
+        let (store, stored) = (self.root.inner.store.clone(), batch.clone());
+        blocking(move || store.put_batch(&stored)).await?;
+        if !batch.is_finished() {
+            self.root
+                .ingest_queue()?
+                .submit((batch.tenant_id.clone(), batch.id.clone()))
+                .map_err(|error| Error::TaskFailed {
+                    task: "ingest queue",
+                    reason: error.to_string(),
+                })?;
+        }
+        Ok(batch)
+    }
+
+    /// One of the tenant's batches.
+    pub async fn batch(&self, tenant: &TenantId, id: &str) -> Result<IngestBatchRecord> {
+        let (store, owner, key) = (self.root.inner.store.clone(), tenant.clone(), id.to_owned());
+        blocking(move || store.batch(&owner, &key))
+            .await?
+            .ok_or_else(|| Error::BatchNotFound(id.to_owned()))
+    }
+
+    /// Presigned PUT URLs under the tenant's `uploads/` space; files over the limit are
+    /// refused and not signed.
+    pub async fn presign_uploads(
+        &self,
+        access: &CollectionAccess<Write>,
+        specs: Vec<UploadSpec>,
+    ) -> Result<Vec<UploadTicket>> {
+        let expiry = self.settings().url_expiry;
+        let mut tickets = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let filename = clean_filename(&spec.filename);
+            if spec.size > self.max_file_bytes() {
+                tickets.push(UploadTicket::Refused {
+                    reason: format!(
+                        "{} bytes is over the per-file limit of {} bytes",
+                        spec.size,
+                        self.max_file_bytes()
+                    ),
+                    filename: spec.filename,
+                });
+                continue;
+            }
+            let path = format!(
+                "uploads/{}/{}",
+                uuid::Uuid::new_v4().simple(),
+                blob_name(&filename)
+            );
+            let key = blob_key(access.tenant(), &path)?;
+            let url = self
+                .blobs()
+                .presign_put(&key, expiry)
+                .await
+                .map_err(storage_error)?;
+            tickets.push(UploadTicket::Signed {
+                filename: spec.filename,
+                key: key.as_string(),
+                url: url.to_string(),
+                expires_at: self.root.now()
+                    + chrono::Duration::from_std(expiry).unwrap_or(chrono::Duration::zero()),
+            });
+        }
+        Ok(tickets)
+    }
+
+    /// Checks each uploaded key (the caller's tenant, its `uploads/` space, present, within
+    /// the limit by its stored size) and queues the good ones as a batch. Returns the batch
+    /// and the refused keys with reasons.
+    pub async fn complete_uploads(
+        &self,
+        access: &CollectionAccess<Write>,
+        uploads: Vec<CompletedUpload>,
+    ) -> Result<(IngestBatchRecord, Vec<(CompletedUpload, String)>)> {
+        let mut items = Vec::new();
+        let mut rejected = Vec::new();
+        for upload in uploads {
+            match self.check_upload(access.tenant(), &upload).await {
+                Ok((path, size)) => items.push(IngestItemRecord {
+                    file_id: uuid::Uuid::now_v7().simple().to_string(),
+                    filename: clean_filename(&upload.filename),
+                    declared_type: upload.mime.clone(),
+                    blob_path: Some(path),
+                    size,
+                    state: IngestItemState::Queued,
+                    reason: None,
+                    memory_ids: Vec::new(),
+                    attempts: 0,
+                    started_at: None,
+                }),
+                Err(reason) => {
+                    items.push(refused_item(
+                        clean_filename(&upload.filename),
+                        upload.size.unwrap_or(0),
+                        reason.clone(),
+                    ));
+                    rejected.push((upload, reason));
+                }
+            }
+        }
+        let batch = self.start_batch(access, items, "complete").await?;
+        Ok((batch, rejected))
+    }
+
+    async fn check_upload(
+        &self,
+        tenant: &TenantId,
+        upload: &CompletedUpload,
+    ) -> std::result::Result<(String, u64), String> {
+        let outside = || "the key is not an upload of this tenant".to_owned();
+        let key = BlobKey::parse(&upload.key).map_err(|_| outside())?;
+        if key.tenant() != tenant || !key.path().starts_with("uploads/") {
+            return Err(outside());
+        }
+        let meta = match self.blobs().head(&key).await {
+            Ok(meta) => meta,
+            Err(BlobError::NotFound { .. }) => {
+                return Err("nothing was uploaded under this key".to_owned())
+            }
+            Err(error) => return Err(format!("the upload could not be checked: {error}")),
+        };
+        if meta.size > self.max_file_bytes() {
+            let _ = self.blobs().delete(&key).await;
+            return Err(format!(
+                "the uploaded file is {} bytes, over the per-file limit of {} bytes",
+                meta.size,
+                self.max_file_bytes()
+            ));
+        }
+        if meta.size == 0 {
+            return Err("the uploaded file is empty".to_owned());
+        }
+        Ok((key.path().to_owned(), meta.size))
+    }
+
+    /// One memory with `text` and the files attached (not extracted).
+    pub async fn upload_memory(
+        &self,
+        access: &CollectionAccess<Write>,
+        mut memory: NewMemory,
+        files: Vec<StagedFile>,
+    ) -> Result<Arc<MemoryRecord>> {
+        memory.images = files
+            .iter()
+            .map(|file| file.attachment().to_value())
+            .collect();
+        match self.root.memories().create(access, vec![memory]).await {
+            Ok(mut created) => created.pop().ok_or_else(|| Error::TaskFailed {
+                task: "memory create",
+                reason: "no memory was created".to_owned(),
+            }),
+            Err(error) => {
+                for file in &files {
+                    self.delete_blob(access.tenant(), &file.path).await;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// One memory per file: its text (cut to the memory limit) and the file attached.
+    pub async fn folder(
+        &self,
+        access: &CollectionAccess<Write>,
+        files: Vec<Incoming>,
+    ) -> Result<Vec<FileResult>> {
+        let mut results = Vec::with_capacity(files.len());
+        for file in files {
+            let staged = match file {
+                Incoming::Refused {
+                    filename,
+                    size,
+                    code,
+                    reason,
+                } => {
+                    results.push(failed_result(filename, None, size, code, reason));
+                    continue;
+                }
+                Incoming::Staged(staged) => staged,
+            };
+            let context = FileContext::whole();
+            let outcome = self
+                .prepare_staged(access.tenant(), access.collection(), &staged, &context)
+                .await;
+            let result = match outcome {
+                Ok(prepared) => match self.store_chunks(access, prepared.memories).await {
+                    Ok(ids) => FileResult {
+                        filename: staged.filename.clone(),
+                        file_id: Some(staged.file_id.clone()),
+                        status: "done",
+                        kind: Some(staged.kind.name().to_owned()),
+                        size: staged.size,
+                        memory_ids: ids,
+                        preview: prepared.preview,
+                        detail: prepared.note,
+                        code: None,
+                    },
+                    Err(error) => {
+                        self.delete_blob(access.tenant(), &staged.path).await;
+                        return Err(error);
+                    }
+                },
+                Err(Outcome::Duplicate { memory_ids, note }) => {
+                    self.delete_blob(access.tenant(), &staged.path).await;
+                    FileResult {
+                        filename: staged.filename.clone(),
+                        file_id: Some(staged.file_id.clone()),
+                        status: "duplicate",
+                        kind: Some(staged.kind.name().to_owned()),
+                        size: staged.size,
+                        memory_ids,
+                        preview: None,
+                        detail: Some(note),
+                        code: None,
+                    }
+                }
+                Err(Outcome::Failed { code, reason }) => {
+                    self.delete_blob(access.tenant(), &staged.path).await;
+                    failed_result(
+                        staged.filename.clone(),
+                        Some(staged.file_id.clone()),
+                        staged.size,
+                        code,
+                        reason,
+                    )
+                }
+            };
+            results.push(result);
+        }
+        Ok(results)
+    }
+
+    /// Attaches one more file to a memory.
+    pub async fn add_image(
+        &self,
+        access: &CollectionAccess<Write>,
+        id: &str,
+        file: StagedFile,
+    ) -> Result<Arc<MemoryRecord>> {
+        let change = MemoryChange {
+            images: Some(ImageChange::Add(file.attachment().to_value())),
+            ..MemoryChange::default()
+        };
+        let updated = self.update(access, id, change).await;
+        if updated.is_err() {
+            self.delete_blob(access.tenant(), &file.path).await;
+        }
+        updated
+    }
+
+    /// Removes the file at `index` from a memory, and its blob when nothing else
+    /// references it.
+    pub async fn delete_image(
+        &self,
+        access: &CollectionAccess<Write>,
+        id: &str,
+        index: usize,
+    ) -> Result<()> {
+        let (tenant, collection) = (access.tenant(), access.collection());
+        let entry = self.root.collection_entry(tenant, collection)?;
+        let current = entry
+            .handle
+            .snapshot()
+            .memories
+            .get(id)
+            .cloned()
+            .ok_or_else(|| Error::MemoryNotFound {
+                collection: collection.clone(),
+                id: id.to_owned(),
+            })?;
+        let removed = current
+            .images
+            .get(index)
+            .cloned()
+            .ok_or_else(|| Error::ImageNotFound {
+                id: id.to_owned(),
+                index,
+            })?;
+        let change = MemoryChange {
+            images: Some(ImageChange::Remove(index)),
+            ..MemoryChange::default()
+        };
+        self.update(access, id, change).await?;
+        self.release(tenant, &[removed]).await;
+        Ok(())
+    }
+
+    async fn update(
+        &self,
+        access: &CollectionAccess<Write>,
+        id: &str,
+        change: MemoryChange,
+    ) -> Result<Arc<MemoryRecord>> {
+        let (tenant, collection) = (access.tenant(), access.collection());
+        let entry = self.root.collection_entry(tenant, collection)?;
+        let model = self.root.collection_model(tenant, collection);
+        let (id, at) = (id.to_owned(), self.root.now());
+        self.root
+            .call_collection(&entry.handle, |reply| CollectionMessage::Update {
+                id,
+                change,
+                model,
+                at,
+                reply,
+            })
+            .await
+    }
+
+    /// The `images` entries as a read shows them: each stored file with a fresh presigned
+    /// URL. Entries of another shape are shown as stored.
+    pub async fn sign_images(&self, tenant: &TenantId, images: &[Value]) -> Vec<Value> {
+        let expiry = self.settings().url_expiry;
+        let mut signed = Vec::with_capacity(images.len());
+        for image in images {
+            let Some(attachment) = Attachment::from_value(image) else {
+                signed.push(image.clone());
+                continue;
+            };
+            let url = match blob_key(tenant, &attachment.path) {
+                Ok(key) => self.blobs().presign_get(&key, expiry).await.ok(),
+                Err(_) => None,
+            };
+            let Some(url) = url else {
+                tracing::warn!(file = %attachment.file_id, "a file URL could not be signed");
+                continue;
+            };
+            let entry = SignedAttachment {
+                file_id: attachment.file_id,
+                filename: attachment.filename,
+                content_type: attachment.content_type,
+                size: attachment.size,
+                sha256: attachment.sha256,
+                url: url.to_string(),
+                expires_at: self.root.now()
+                    + chrono::Duration::from_std(expiry).unwrap_or(chrono::Duration::zero()),
+            };
+            signed.push(serde_json::to_value(entry).unwrap_or(Value::Null));
+        }
+        signed
+    }
+
+    /// The blob a memvault-presigned GET URL names, after its signature and expiry are
+    /// checked.
+    pub async fn download(&self, key: &str, expires: i64, signature: &str) -> Result<Download> {
+        let key = self.verified_key(PresignMethod::Get, key, expires, signature)?;
+        let meta = self.blobs().head(&key).await.map_err(blob_error)?;
+        let bytes = self.blobs().get(&key).await.map_err(blob_error)?;
+        let filename = key.path().rsplit('/').next().unwrap_or("file").to_owned();
+        Ok(Download {
+            bytes,
+            content_type: meta.content_type,
+            filename,
+        })
+    }
+
+    /// Stores the body of a PUT to a memvault-presigned upload URL.
+    pub async fn upload_presigned(
+        &self,
+        key: &str,
+        expires: i64,
+        signature: &str,
+        bytes: Bytes,
+        content_type: Option<&str>,
+    ) -> Result<()> {
+        let key = self.verified_key(PresignMethod::Put, key, expires, signature)?;
+        if bytes.len() as u64 > self.max_file_bytes() {
+            return Err(Error::FileTooLarge {
+                filename: key.path().rsplit('/').next().unwrap_or("file").to_owned(),
+                size: bytes.len() as u64,
+                limit: self.max_file_bytes(),
+            });
+        }
+        let content_type = content_type.unwrap_or(memvault_blobs::DEFAULT_CONTENT_TYPE);
+        self.blobs()
+            .put(&key, bytes, content_type)
+            .await
+            .map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn verified_key(
+        &self,
+        method: PresignMethod,
+        key: &str,
+        expires: i64,
+        signature: &str,
+    ) -> Result<BlobKey> {
+        let signer: &UrlSigner = &self.root.inner.blobs.signer;
+        let key = BlobKey::parse(key).map_err(|_| Error::BadSignature)?;
+        signer
+            .verify_presigned(method, &key, expires, signature, Utc::now())
+            .map_err(blob_error)?;
+        Ok(key)
+    }
+
+    /// Deletes the blobs of these `images` entries that no memory of the tenant
+    /// references any more.
+    pub async fn release(&self, tenant: &TenantId, images: &[Value]) {
+        let candidates: Vec<Attachment> = images.iter().filter_map(Attachment::from_value).collect();
+        if candidates.is_empty() {
+            return;
+        }
+        let referenced = self.referenced_files(tenant);
+        for attachment in candidates {
+            if !referenced.contains(&attachment.file_id) {
+                self.delete_blob(tenant, &attachment.path).await;
+            }
+        }
+    }
+
+    /// Every file id a memory of the tenant references.
+    fn referenced_files(&self, tenant: &TenantId) -> HashSet<String> {
+        let mut referenced = HashSet::new();
+        let Ok(handle) = self.root.tenant_handle(tenant) else {
+            return referenced;
+        };
+        for entry in handle.snapshot().collections.values() {
+            for memory in entry.handle.snapshot().memories.values() {
+                for image in &memory.images {
+                    if let Some(id) = image.get("file_id").and_then(Value::as_str) {
+                        referenced.insert(id.to_owned());
+                    }
+                }
+            }
+        }
+        referenced
+    }
+
+    async fn delete_blob(&self, tenant: &TenantId, path: &str) {
+        if let Ok(key) = blob_key(tenant, path) {
+            if let Err(error) = self.blobs().delete(&key).await {
+                tracing::warn!(%key, %error, "a file was not deleted");
+            }
+        }
+    }
+
+    /// Bytes stored for the tenant (files, uploads).
+    pub async fn stored_bytes(&self, tenant: &TenantId) -> Result<u64> {
+        let prefix = BlobPrefix::tenant(tenant).map_err(storage_error)?;
+        let entries = self.blobs().list(&prefix).await.map_err(storage_error)?;
+        Ok(entries.iter().map(|entry| entry.size).sum())
+    }
+
+    /// Stores memories in writes of [`CHUNKS_PER_WRITE`]; their ids.
+    async fn store_chunks(
+        &self,
+        access: &CollectionAccess<Write>,
+        memories: Vec<NewMemory>,
+    ) -> Result<Vec<String>> {
+        let mut ids = Vec::with_capacity(memories.len());
+        let mut memories = memories.into_iter().peekable();
+        while memories.peek().is_some() {
+            let group: Vec<NewMemory> = memories.by_ref().take(CHUNKS_PER_WRITE).collect();
+            let created = self.root.memories().create(access, group).await?;
+            ids.extend(created.iter().map(|memory| memory.id.clone()));
+        }
+        Ok(ids)
+    }
+
+    /// Reads a staged file and turns it into memories (not stored).
+    async fn prepare_staged(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        staged: &StagedFile,
+        context: &FileContext,
+    ) -> std::result::Result<Prepared, Outcome> {
+        if let Some(existing) = self.duplicate_of(tenant, collection, &staged.sha256) {
+            return Err(Outcome::Duplicate {
+                note: format!(
+                    "the same file is stored already in this collection (file {})",
+                    existing.0
+                ),
+                memory_ids: existing.1,
+            });
+        }
+        let extracted = self
+            .root
+            .inner
+            .reader
+            .read(staged.bytes.clone(), &staged.filename)
+            .await
+            .map_err(|failure| Outcome::Failed {
+                code: failure.code,
+                reason: failure.reason,
+            })?;
+        memories_of(&self.chunker(), staged, extracted, context)
+    }
+
+    fn chunker(&self) -> Chunker {
+        let current = self.root.inner.embedders.current();
+        Chunker::new(current.token_counter(), current.max_tokens())
+    }
+
+    /// A file with this digest stored already in the collection: its id and memories.
+    fn duplicate_of(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        sha256: &str,
+    ) -> Option<(String, Vec<String>)> {
+        let entry = self.root.collection_entry(tenant, collection).ok()?;
+        let snapshot = entry.handle.snapshot();
+        let mut found: Option<(String, Vec<String>)> = None;
+        for memory in snapshot.memories.values() {
+            let same = memory.source == "file"
+                && memory.metadata.get("sha256").and_then(Value::as_str) == Some(sha256);
+            if !same {
+                continue;
+            }
+            let file_id = memory
+                .metadata
+                .get("file_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            match &mut found {
+                Some((id, ids)) if *id == file_id => ids.push(memory.id.clone()),
+                Some(_) => {}
+                None => found = Some((file_id, vec![memory.id.clone()])),
+            }
+        }
+        found
+    }
+}
+
+/// How a file is turned into memories.
+struct FileContext {
+    /// One memory for the whole file (a folder upload), else one per chunk.
+    whole: bool,
+    /// Merged into every memory's metadata.
+    metadata: Map<String, Value>,
+    source: String,
+}
+
+impl FileContext {
+    fn plain() -> Self {
+        Self {
+            whole: false,
+            metadata: Map::new(),
+            source: "file".to_owned(),
+        }
+    }
+
+    fn whole() -> Self {
+        Self {
+            whole: true,
+            ..Self::plain()
+        }
+    }
+}
+
+/// Why a file gave no memories.
+enum Outcome {
+    Duplicate {
+        memory_ids: Vec<String>,
+        note: String,
+    },
+    Failed {
+        code: String,
+        reason: String,
+    },
+}
+
+/// The memories of an extracted file: one per chunk (or one for the whole file), each
+/// naming the file in its metadata and attaching the original.
+fn memories_of(
+    chunker: &Chunker,
+    staged: &StagedFile,
+    extracted: Extracted,
+    context: &FileContext,
+) -> std::result::Result<Prepared, Outcome> {
+    let max = memvault_types::limits::MEMORY_TEXT_MAX_CHARS;
+    let text = extracted.text.trim();
+    let notes = extracted.notes.clone();
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    let mut pieces: Vec<(String, Option<Location>)> = if text.is_empty() {
+        Vec::new()
+    } else if context.whole {
+        vec![(cap_chars(text, max), None)]
+    } else {
+        chunker
+            .chunks(&extracted.text, &extracted.sections)
+            .into_iter()
+            .map(|chunk| (chunk.text, chunk.location))
+            .collect()
+    };
+    if pieces.is_empty() {
+        if !matches!(staged.kind, Kind::Image(_) | Kind::Audio(_)) {
+            return Err(Outcome::Failed {
+                code: "no_text".to_owned(),
+                reason: match &note {
+                    Some(note) => format!("no text was found in the file ({note})"),
+                    None => "no text was found in the file".to_owned(),
+                },
+            });
+        }
+        // A photo without text, or audio that was not transcribed: still a memory, with
+        // what is known of the file.
+        let mut description = format!("{} ({})", staged.filename, staged.kind.label());
+        if let Some(note) = &note {
+            description.push_str(&format!(": {note}"));
+        }
+        pieces.push((cap_chars(&description, max), None));
+    }
+    let preview = pieces
+        .first()
+        .map(|(text, _)| cap_chars(text, PREVIEW_CHARS));
+    let count = pieces.len();
+    let attachment = staged.attachment().to_value();
+    let memories = pieces
+        .into_iter()
+        .enumerate()
+        .map(|(index, (text, location))| {
+            let mut metadata = context.metadata.clone();
+            metadata.insert("file_id".to_owned(), json!(staged.file_id));
+            metadata.insert("filename".to_owned(), json!(staged.filename));
+            metadata.insert("file_type".to_owned(), json!(staged.kind.name()));
+            metadata.insert("content_type".to_owned(), json!(staged.kind.mime()));
+            metadata.insert("size".to_owned(), json!(staged.size));
+            metadata.insert("sha256".to_owned(), json!(staged.sha256));
+            metadata.insert("chunk_index".to_owned(), json!(index));
+            metadata.insert("chunk_count".to_owned(), json!(count));
+            if let Some(title) = &extracted.title {
+                metadata.insert("title".to_owned(), json!(cap_chars(title, 200)));
+            }
+            if let Some(location) = location {
+                insert_location(&mut metadata, &location);
+            }
+            if !notes.is_empty() {
+                metadata.insert("notes".to_owned(), json!(notes));
+            }
+            NewMemory {
+                text,
+                importance: 0.5,
+                category: "other".to_owned(),
+                source: context.source.clone(),
+                metadata,
+                container_tag: None,
+                images: vec![attachment.clone()],
+            }
+        })
+        .collect();
+    Ok(Prepared {
+        memories,
+        note,
+        preview,
+    })
+}
+
+fn insert_location(metadata: &mut Map<String, Value>, location: &Location) {
+    match location {
+        Location::Page { number } => {
+            metadata.insert("page".to_owned(), json!(number));
+        }
+        Location::Slide { number } => {
+            metadata.insert("slide".to_owned(), json!(number));
+        }
+        Location::Sheet { number, name } => {
+            metadata.insert("sheet".to_owned(), json!(number));
+            metadata.insert("sheet_name".to_owned(), json!(name));
+        }
+        Location::Chapter { number, .. } => {
+            metadata.insert("chapter".to_owned(), json!(number));
+        }
+        Location::Attachment { name, .. } => {
+            metadata.insert("attachment".to_owned(), json!(name));
+        }
+    }
+}
+
+fn failed_result(
+    filename: String,
+    file_id: Option<String>,
+    size: u64,
+    code: String,
+    reason: String,
+) -> FileResult {
+    FileResult {
+        filename,
+        file_id,
+        status: "failed",
+        kind: None,
+        size,
+        memory_ids: Vec::new(),
+        preview: None,
+        detail: Some(reason),
+        code: Some(code),
+    }
+}
+
+fn refused_item(filename: String, size: u64, reason: String) -> IngestItemRecord {
+    IngestItemRecord {
+        file_id: uuid::Uuid::now_v7().simple().to_string(),
+        filename,
+        declared_type: None,
+        blob_path: None,
+        size,
+        state: IngestItemState::Failed,
+        reason: Some(reason),
+        memory_ids: Vec::new(),
+        attempts: 0,
+        started_at: None,
+    }
+}
+
+/// A client's file name, without any directory part, control characters or excess
+/// length; `file` when nothing is left.
+fn clean_filename(name: &str) -> String {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
+    let cleaned: String = base.chars().filter(|c| !c.is_control()).take(255).collect();
+    let cleaned = cleaned.trim();
+    if cleaned.is_empty() || cleaned == "." || cleaned == ".." {
+        "file".to_owned()
+    } else {
+        cleaned.to_owned()
+    }
+}
+
+/// A file name safe as one blob path segment on every backend.
+fn blob_name(filename: &str) -> String {
+    let name: String = filename
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(100)
+        .collect();
+    let name = name.trim_matches('.');
+    if name.is_empty() {
+        "file".to_owned()
+    } else {
+        name.to_owned()
+    }
+}
+
+fn blob_key(tenant: &TenantId, path: &str) -> Result<BlobKey> {
+    BlobKey::new(tenant, path).map_err(storage_error)
+}
+
+fn storage_error(error: BlobError) -> Error {
+    Error::Blobs(error.to_string())
+}
+
+/// A blob error of a presigned request: the client's, or the storage's.
+fn blob_error(error: BlobError) -> Error {
+    match error {
+        BlobError::NotFound { .. } => Error::BlobNotFound,
+        BlobError::BadSignature | BlobError::InvalidKey { .. } => Error::BadSignature,
+        BlobError::Expired => Error::UrlExpired,
+        other => storage_error(other),
+    }
+}
+
+/// What ingest jobs run, through a weak reference to the service (the queue lives in it).
+pub(super) struct BatchItems(pub(super) std::sync::Weak<super::Inner>);
+
+impl BatchItems {
+    fn files(&self) -> std::result::Result<Files, String> {
+        self.0
+            .upgrade()
+            .map(|inner| Memvault { inner }.files())
+            .ok_or_else(|| "the service is stopping".to_owned())
+    }
+}
+
+#[async_trait::async_trait]
+impl IngestItem for BatchItems {
+    async fn prepare(
+        &self,
+        batch: &IngestBatchRecord,
+        item: &IngestItemRecord,
+    ) -> std::result::Result<std::result::Result<Prepared, ItemOutcome>, String> {
+        let files = self.files()?;
+        let Some(path) = &item.blob_path else {
+            return Err("the file was not stored".to_owned());
+        };
+        let key = blob_key(&batch.tenant_id, path).map_err(|error| error.to_string())?;
+        let bytes = files
+            .blobs()
+            .get(&key)
+            .await
+            .map_err(|error| format!("the stored file could not be read: {error}"))?;
+        let sha256 = hex::encode(Sha256::digest(&bytes));
+        let staged = StagedFile {
+            file_id: item.file_id.clone(),
+            filename: item.filename.clone(),
+            declared_type: item.declared_type.clone(),
+            path: path.clone(),
+            size: bytes.len() as u64,
+            sha256,
+            kind: FileReader::sniff(&bytes, &item.filename),
+            bytes,
+        };
+        let context = FileContext {
+            whole: false,
+            metadata: batch.metadata.clone(),
+            source: batch.source.clone(),
+        };
+        match files
+            .prepare_staged(&batch.tenant_id, &batch.collection, &staged, &context)
+            .await
+        {
+            Ok(prepared) => Ok(Ok(prepared)),
+            Err(Outcome::Duplicate { memory_ids, note }) => {
+                files.delete_blob(&batch.tenant_id, path).await;
+                Ok(Err(ItemOutcome::Done {
+                    memory_ids,
+                    note: Some(note),
+                }))
+            }
+            Err(Outcome::Failed { reason, .. }) => Err(reason),
+        }
+    }
+
+    async fn store(
+        &self,
+        batch: &IngestBatchRecord,
+        prepared: Prepared,
+    ) -> std::result::Result<Vec<String>, String> {
+        let files = self.files()?;
+        let access = CollectionAccess::resumed(
+            &batch.tenant_id,
+            &batch.created_by,
+            batch.collection.clone(),
+        );
+        files
+            .store_chunks(&access, prepared.memories)
+            .await
+            .map_err(|error| error.to_string())
+    }
+
+    async fn forget_partial(
+        &self,
+        batch: &IngestBatchRecord,
+        item: &IngestItemRecord,
+    ) -> std::result::Result<(), String> {
+        let files = self.files()?;
+        let Ok(entry) = files
+            .root
+            .collection_entry(&batch.tenant_id, &batch.collection)
+        else {
+            return Ok(());
+        };
+        let ids: Vec<String> = entry
+            .handle
+            .snapshot()
+            .memories
+            .values()
+            .filter(|memory| {
+                memory.metadata.get("file_id").and_then(Value::as_str) == Some(&item.file_id)
+            })
+            .map(|memory| memory.id.clone())
+            .collect();
+        for id in ids {
+            files
+                .root
+                .call_collection(&entry.handle, |reply| CollectionMessage::Delete { id, reply })
+                .await
+                .map_err(|error| error.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_lose_directories_and_blob_names_are_one_safe_segment() {
+        assert_eq!(clean_filename("../../etc/passwd"), "passwd");
+        assert_eq!(clean_filename("C:\\docs\\report.pdf"), "report.pdf");
+        assert_eq!(clean_filename(".."), "file");
+        assert_eq!(blob_name("a b#1?.txt"), "a_b_1_.txt");
+        assert_eq!(blob_name("..."), "file");
+        assert_eq!(blob_name("résumé.pdf"), "r_sum_.pdf");
+    }
+}
