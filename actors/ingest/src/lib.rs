@@ -113,16 +113,19 @@ mod extracted;
 mod formats;
 mod kind;
 mod limits;
+mod ocr;
 mod sniff;
+pub mod tesseract_fetch;
 #[cfg(unix)]
 pub mod worker;
 
 pub use engines::{extract_with, Engines};
 pub use error::{IngestError, Limit};
-pub use extracted::{Deferred, Extracted, Location, Section};
+pub use extracted::{Deferred, Extracted, ImageInfo, Location, Section};
 pub use kind::{AudioFormat, ImageFormat, Kind, Route};
 pub use limits::Limits;
 pub use sniff::sniff;
+pub use tesseract_fetch::{ensure_tesseract, fetch_tesseract, locate_tesseract};
 
 /// Extracts the text of a file already sniffed as `kind`.
 ///
