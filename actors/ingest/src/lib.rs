@@ -30,6 +30,7 @@
 //! | XLSX, XLS, ODS | calamine; `## Sheet: name` per worksheet, cells as a Markdown table |
 //! | RTF | a tolerant reader of body text (tables of fonts, colours, pictures skipped) |
 //! | EML | headers, text body (HTML-only bodies to Markdown), attachments and forwarded messages recursively |
+//! | PNG, JPEG, GIF, WebP, TIFF, BMP | [`extract_with`] only: size from the header ([`Extracted::image`], a note), pixels capped, then OCR by Tesseract (`ocr.rs`), skipped with a note without it |
 //!
 //! # What goes elsewhere
 //!
@@ -103,7 +104,10 @@
 //! - `formats/`: one extractor per format family and the dispatch (`mod.rs`); `xml.rs`
 //!   and `markdown.rs` are their shared helpers.
 //! - `worker.rs`: [`worker::serve_worker`] (the child) and [`worker::Worker`] (the
-//!   parent). `bin/memvault-ingest-worker.rs`: the fault-injecting test worker.
+//!   parent).
+//! - `ocr.rs`: Tesseract as a subprocess. [`tesseract_fetch`]: Tesseract located, or
+//!   fetched from pinned Debian packages ([`ensure_tesseract`]) for
+//!   [`Engines::tesseract`]. `bin/memvault-ingest-worker.rs`: the fault-injecting test worker.
 
 mod archive;
 mod decode;

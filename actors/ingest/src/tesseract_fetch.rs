@@ -553,34 +553,31 @@ impl Apt {
         ]
     }
 
-    /// `apt-get download` of `packages` into `dir`: with the system's lists, else after
-    /// `apt-get update` into private lists.
+    /// `apt-get download` of `packages` into `dir`: with the system's lists, else with
+    /// private lists (refreshed by `apt-get update` when they are missing or lack a
+    /// package).
     fn download(&self, packages: &[String], dir: &Path) -> Result<(), FetchError> {
-        let private_lists = self.private.join("lists");
-        if !private_lists.join("lock").exists() {
-            match run(Command::new("apt-get")
-                .arg("download")
-                .args(packages)
-                .current_dir(dir))
-            {
-                Ok(_) => return Ok(()),
-                Err(system_error) => {
-                    // Lists missing or stale: refresh private ones and try again.
-                    if let Err(update_error) = self.update() {
-                        return Err(FetchError::Tool {
-                            program: "apt-get download".to_owned(),
-                            reason: format!("{system_error}; then {update_error}"),
-                        });
-                    }
-                }
+        let download = |private: bool| {
+            let mut command = Command::new("apt-get");
+            if private {
+                command.args(self.private_options());
             }
+            run(command.arg("download").args(packages).current_dir(dir)).map(|_| ())
+        };
+        let system_error = match download(false) {
+            Ok(()) => return Ok(()),
+            Err(error) => error,
+        };
+        if self.private.join("lists/lock").exists() && download(true).is_ok() {
+            return Ok(());
         }
-        run(Command::new("apt-get")
-            .args(self.private_options())
-            .arg("download")
-            .args(packages)
-            .current_dir(dir))
-        .map(|_| ())
+        self.update().map_err(|update_error| FetchError::Tool {
+            program: "apt-get".to_owned(),
+            reason: format!(
+                "download with the system's package lists: {system_error}; update of private lists: {update_error}"
+            ),
+        })?;
+        download(true)
     }
 
     fn update(&self) -> Result<(), FetchError> {

@@ -317,6 +317,9 @@ fn encode_bmp(width: u32, height: u32, grey: &[u8]) -> Vec<u8> {
     bytes
 }
 
+/// Width, height and 8-bit grey pixels to a file.
+type Encode = fn(u32, u32, &[u8]) -> Vec<u8>;
+
 #[test]
 fn every_image_format_is_read() {
     let Some((width, height, grey)) = page_top() else {
@@ -324,7 +327,7 @@ fn every_image_format_is_read() {
     };
     let engines = with_tesseract();
     let expected = vec!["Beautiful is better than ugly".to_owned()];
-    let encoders: [(ImageFormat, fn(u32, u32, &[u8]) -> Vec<u8>); 6] = [
+    let encoders: [(ImageFormat, Encode); 6] = [
         (ImageFormat::Png, encode_png),
         (ImageFormat::Jpeg, encode_jpeg),
         (ImageFormat::Gif, encode_gif),
