@@ -201,10 +201,11 @@ fn io_error(context: impl Into<String>) -> impl FnOnce(io::Error) -> FetchError 
 }
 
 /// The `tesseract` to use without fetching anything: the one on `PATH` when
-/// `tesseract --version` runs, else a copy fetched earlier into `cache_dir` that runs.
+/// `tesseract --version` runs and `--list-langs` lists English, else a copy fetched
+/// earlier into `cache_dir` that does.
 pub fn locate_tesseract(cache_dir: &Path) -> Option<PathBuf> {
     if let Some(program) = on_path("tesseract") {
-        if tesseract_version(&program).is_some() {
+        if tesseract_version(&program).is_some() && runs_with_english(&program) {
             return Some(program);
         }
     }
