@@ -42,6 +42,8 @@ pub enum Limit {
     DecompressedBytes,
     ZipEntries,
     EntryBytes,
+    /// Width × height of an image, from its header (decompression bombs).
+    ImagePixels,
 }
 
 impl Limit {
@@ -50,6 +52,7 @@ impl Limit {
             Limit::DecompressedBytes => "too large after decompression:",
             Limit::ZipEntries => "too many entries in the archive:",
             Limit::EntryBytes => "too large after decompression:",
+            Limit::ImagePixels => "image too large:",
         }
     }
 
@@ -58,6 +61,7 @@ impl Limit {
             Limit::DecompressedBytes => format!("more than {max} bytes in all"),
             Limit::ZipEntries => format!("more than {max}"),
             Limit::EntryBytes => format!("one entry holds more than {max} bytes"),
+            Limit::ImagePixels => format!("more than {max} pixels"),
         }
     }
 }

@@ -31,6 +31,17 @@ pub struct Extracted {
     /// Attachments that another worker must read (a PDF or an image attached to a mail):
     /// their bytes, for the caller to route by [`Kind::route`].
     pub deferred: Vec<Deferred>,
+    /// An image's dimensions (images only), for the caller's metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ImageInfo>,
+}
+
+/// What an image is besides its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageInfo {
+    /// Pixels, as the header declares them.
+    pub width: u32,
+    pub height: u32,
 }
 
 /// One located part of the text.
@@ -253,6 +264,7 @@ impl TextBuilder {
             notes: self.notes,
             truncated: self.truncated,
             deferred: self.deferred,
+            image: None,
         }
     }
 }
@@ -316,6 +328,10 @@ mod tests {
                 kind: Kind::Pdf,
                 bytes: vec![0, 159, 255, b'%'],
             }],
+            image: Some(ImageInfo {
+                width: 3,
+                height: 2,
+            }),
         };
         let json = serde_json::to_string(&extracted).unwrap();
         assert!(json.contains(r#""kind":"pdf""#), "{json}");

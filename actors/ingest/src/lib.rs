@@ -30,6 +30,7 @@
 //! | XLSX, XLS, ODS | calamine; `## Sheet: name` per worksheet, cells as a Markdown table |
 //! | RTF | a tolerant reader of body text (tables of fonts, colours, pictures skipped) |
 //! | EML | headers, text body (HTML-only bodies to Markdown), attachments and forwarded messages recursively |
+//! | PNG, JPEG, GIF, WebP, TIFF, BMP | [`extract_with`] only: size from the header ([`Extracted::image`], a note), pixels capped, then OCR by Tesseract (`ocr.rs`), skipped with a note without it |
 //!
 //! # What goes elsewhere
 //!
@@ -103,7 +104,10 @@
 //! - `formats/`: one extractor per format family and the dispatch (`mod.rs`); `xml.rs`
 //!   and `markdown.rs` are their shared helpers.
 //! - `worker.rs`: [`worker::serve_worker`] (the child) and [`worker::Worker`] (the
-//!   parent). `bin/memvault-ingest-worker.rs`: the fault-injecting test worker.
+//!   parent).
+//! - `ocr.rs`: Tesseract as a subprocess. [`tesseract_fetch`]: Tesseract located, or
+//!   fetched from pinned Debian packages ([`ensure_tesseract`]) for
+//!   [`Engines::tesseract`]. `bin/memvault-ingest-worker.rs`: the fault-injecting test worker.
 
 mod archive;
 mod decode;
@@ -113,16 +117,19 @@ mod extracted;
 mod formats;
 mod kind;
 mod limits;
+mod ocr;
 mod sniff;
+pub mod tesseract_fetch;
 #[cfg(unix)]
 pub mod worker;
 
 pub use engines::{extract_with, Engines};
 pub use error::{IngestError, Limit};
-pub use extracted::{Deferred, Extracted, Location, Section};
+pub use extracted::{Deferred, Extracted, ImageInfo, Location, Section};
 pub use kind::{AudioFormat, ImageFormat, Kind, Route};
 pub use limits::Limits;
 pub use sniff::sniff;
+pub use tesseract_fetch::{ensure_tesseract, fetch_tesseract, locate_tesseract};
 
 /// Extracts the text of a file already sniffed as `kind`.
 ///

@@ -4,7 +4,8 @@
 /// worker process adds memory, CPU-time and wall-clock limits on top.
 ///
 /// Two kinds of cap behave differently, on purpose:
-/// - Caps on *input work* (decompressed bytes, zip entries, one entry's size) fail the
+/// - Caps on *input work* (decompressed bytes, zip entries, one entry's size, image
+///   pixels) fail the
 ///   extraction with [`crate::IngestError::LimitExceeded`]: past them the file is a bomb,
 ///   not a document.
 /// - Caps on *output* (characters, sheets/slides/chapters, cells, attachments, mail depth)
@@ -36,6 +37,12 @@ pub struct Limits {
     /// Element nesting above which HTML is reduced to its text instead of converted to
     /// Markdown (the converter recurses once per level).
     pub max_html_depth: usize,
+    /// Pixels (width × height, read from the header) an image may have; a larger one
+    /// fails before it is decoded (decompression bombs).
+    pub max_image_pixels: u64,
+    /// Seconds OCR may take on one image before Tesseract is stopped; keep it under the
+    /// worker's wall clock.
+    pub max_ocr_seconds: u64,
 }
 
 impl Default for Limits {
@@ -50,6 +57,8 @@ impl Default for Limits {
             max_attachments: 50,
             max_mail_depth: 3,
             max_html_depth: 256,
+            max_image_pixels: 50_000_000,
+            max_ocr_seconds: 45,
         }
     }
 }

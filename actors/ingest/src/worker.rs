@@ -645,6 +645,7 @@ mod tests {
                 notes: Vec::new(),
                 truncated: false,
                 deferred: Vec::new(),
+                image: None,
             })
         });
         assert_eq!(output.last(), Some(&b'\n'));
