@@ -92,13 +92,30 @@ impl Collections {
     }
 
     /// Deletes the collection with all its memories.
+    /// Deletes the collection with its memories, then their files that no memory of
+    /// another collection references.
     pub async fn delete(&self, access: &CollectionAccess<Write>) -> Result<()> {
         let (tenant, name) = (access.tenant(), access.collection().clone());
+        let images: Vec<serde_json::Value> = self
+            .root
+            .collection_entry(tenant, &name)
+            .map(|entry| {
+                entry
+                    .handle
+                    .snapshot()
+                    .memories
+                    .values()
+                    .flat_map(|memory| memory.images.iter().cloned())
+                    .collect()
+            })
+            .unwrap_or_default();
         self.root
             .call_tenant(tenant, |reply| TenantMessage::DeleteCollection {
                 name,
                 reply,
             })
-            .await
+            .await?;
+        self.root.files().release(tenant, &images).await;
+        Ok(())
     }
 }

@@ -63,14 +63,26 @@ impl Maintenance {
         let entry = self
             .root
             .collection_entry(sweep.tenant(), sweep.collection())?;
-        self.root
+        let report = self
+            .root
             .call_collection(&entry.handle, |reply| CollectionMessage::Dedup {
                 threshold,
                 window: DEDUP_WINDOW,
                 dry_run,
                 reply,
             })
-            .await
+            .await?;
+        // The non-keepers' files go with them, unless another memory references them.
+        let deleted: std::collections::HashSet<&String> = report.deleted.iter().collect();
+        let images: Vec<serde_json::Value> = report
+            .clusters
+            .iter()
+            .flat_map(|cluster| cluster.duplicates.iter())
+            .filter(|(memory, _)| deleted.contains(&memory.id))
+            .flat_map(|(memory, _)| memory.images.iter().cloned())
+            .collect();
+        self.root.files().release(sweep.tenant(), &images).await;
+        Ok(report)
     }
 
     /// The ids archived (or, on a dry run, that would be), oldest first. Archiving goes

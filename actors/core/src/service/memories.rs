@@ -226,16 +226,26 @@ impl Memories {
             .await
     }
 
+    /// Deletes the memory, then its files that no other memory references.
     pub async fn delete(&self, access: &CollectionAccess<Write>, id: &str) -> Result<()> {
         let (tenant, collection) = (access.tenant(), access.collection());
         let entry = self.root.collection_entry(tenant, collection)?;
+        let images = entry
+            .handle
+            .snapshot()
+            .memories
+            .get(id)
+            .map(|memory| memory.images.clone())
+            .unwrap_or_default();
         let id = id.to_owned();
         self.root
             .call_collection(&entry.handle, |reply| CollectionMessage::Delete {
                 id,
                 reply,
             })
-            .await
+            .await?;
+        self.root.files().release(tenant, &images).await;
+        Ok(())
     }
 
     /// Moves a memory to another collection of the tenant (created when missing), keeping
