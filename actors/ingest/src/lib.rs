@@ -110,6 +110,7 @@ mod decode;
 mod engines;
 mod error;
 mod extracted;
+pub mod fetch;
 mod formats;
 mod kind;
 mod limits;
