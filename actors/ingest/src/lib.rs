@@ -30,6 +30,7 @@
 //! | XLSX, XLS, ODS | calamine; `## Sheet: name` per worksheet, cells as a Markdown table |
 //! | RTF | a tolerant reader of body text (tables of fonts, colours, pictures skipped) |
 //! | EML | headers, text body (HTML-only bodies to Markdown), attachments and forwarded messages recursively |
+//! | PDF (worker, [`extract_with`]) | pdfium (`libpdfium.so` via [`fetch::PDFIUM`]), a section per page, Title metadata; text-less pages rendered and OCRed by tesseract; pure-Rust `pdf-extract` fallback with a note |
 //!
 //! # What goes elsewhere
 //!
@@ -102,6 +103,8 @@
 //! - `archive.rs`: zip entries read under the caps. `decode.rs`: bytes to text.
 //! - `formats/`: one extractor per format family and the dispatch (`mod.rs`); `xml.rs`
 //!   and `markdown.rs` are their shared helpers.
+//! - `fetch.rs`: native engines from pinned PyPI wheels ([`fetch::ensure_pdfium`]).
+//!   `pdfium/`: the pdfium engine for `formats/pdf.rs` (binding, pages, OCR of scans).
 //! - `worker.rs`: [`worker::serve_worker`] (the child) and [`worker::Worker`] (the
 //!   parent). `bin/memvault-ingest-worker.rs`: the fault-injecting test worker.
 
@@ -114,6 +117,7 @@ pub mod fetch;
 mod formats;
 mod kind;
 mod limits;
+mod pdfium;
 mod sniff;
 #[cfg(unix)]
 pub mod worker;

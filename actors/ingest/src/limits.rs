@@ -7,7 +7,8 @@
 /// - Caps on *input work* (decompressed bytes, zip entries, one entry's size) fail the
 ///   extraction with [`crate::IngestError::LimitExceeded`]: past them the file is a bomb,
 ///   not a document.
-/// - Caps on *output* (characters, sheets/slides/chapters, cells, attachments, mail depth)
+/// - Caps on *output* (characters, sheets/slides/chapters, cells, attachments, mail depth,
+///   PDF pages, OCRed pages)
 ///   truncate and say so in [`crate::Extracted::notes`]: a long book still becomes
 ///   memories from its first five million characters.
 ///
@@ -36,6 +37,11 @@ pub struct Limits {
     /// Element nesting above which HTML is reduced to its text instead of converted to
     /// Markdown (the converter recurses once per level).
     pub max_html_depth: usize,
+    /// PDF pages read from one file; the rest are skipped with a note.
+    pub max_pages: usize,
+    /// PDF pages without a text layer that are rendered and OCRed (about 1.5 s each on
+    /// one core); further ones are skipped with a note.
+    pub max_ocr_pages: usize,
 }
 
 impl Default for Limits {
@@ -50,6 +56,8 @@ impl Default for Limits {
             max_attachments: 50,
             max_mail_depth: 3,
             max_html_depth: 256,
+            max_pages: 2_000,
+            max_ocr_pages: 20,
         }
     }
 }
