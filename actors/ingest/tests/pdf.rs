@@ -516,3 +516,33 @@ fn a_second_fetch_finds_the_cached_library() {
     assert_eq!(Some(again), pdfium());
     assert!(started.elapsed() < Duration::from_secs(1));
 }
+
+#[test]
+fn pages_that_crash_the_fallback_fail_it_cleanly_and_pdfium_reads_them() {
+    // No MediaBox anywhere: pdf-extract panics on each page (`expect("MediaBox")`);
+    // pdfium assumes Letter. Blanking the entry keeps every xref offset valid.
+    let pdf = handmade_pdf(3, text_page);
+    let entry = b"/MediaBox [0 0 612 792]";
+    let at = pdf
+        .windows(entry.len())
+        .position(|window| window == entry)
+        .unwrap();
+    let mut broken = pdf.clone();
+    broken[at..at + entry.len()].fill(b' ');
+    for (engine, engines) in engine_sets() {
+        let outcome = extract_pdf(&broken, &Limits::default(), &engines);
+        match engine {
+            "fallback" => {
+                let error = outcome.unwrap_err();
+                assert!(
+                    error.to_string().contains("no page could be read"),
+                    "{error}"
+                );
+            }
+            _ => {
+                let extracted = outcome.unwrap();
+                assert_eq!(extracted.sections.len(), 3, "{extracted:?}");
+            }
+        }
+    }
+}
