@@ -23,6 +23,75 @@ pub struct Config {
     pub rate_limit: RateLimitConfig,
     pub audit: AuditConfig,
     pub log: LogConfig,
+    pub blobs: BlobsConfig,
+    pub files: FilesConfig,
+}
+
+/// Where files are stored (DESIGN.md runtime contract, Blobs).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BlobsConfig {
+    /// `local` (files under `{data_dir}/blobs`, or `root`) or `s3`.
+    pub backend: String,
+    pub root: Option<PathBuf>,
+    pub endpoint_url: Option<String>,
+    pub bucket: Option<String>,
+    pub region: String,
+    pub access_key: Option<String>,
+    pub secret_key: Option<String>,
+    pub force_path_style: bool,
+    /// How long a presigned file URL works, in seconds.
+    pub url_expiry_secs: u64,
+}
+
+impl Default for BlobsConfig {
+    fn default() -> Self {
+        Self {
+            backend: "local".to_owned(),
+            root: None,
+            endpoint_url: None,
+            bucket: None,
+            region: "us-east-1".to_owned(),
+            access_key: None,
+            secret_key: None,
+            force_path_style: true,
+            url_expiry_secs: 15 * 60,
+        }
+    }
+}
+
+/// How files are read: the worker processes and the engines they drive.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct FilesConfig {
+    /// Worker processes at once.
+    pub workers: usize,
+    /// Address space one worker may map, in MiB.
+    pub worker_memory_mib: u64,
+    /// CPU seconds one worker may use.
+    pub worker_cpu_secs: u64,
+    /// Real seconds before a worker is killed.
+    pub worker_wall_secs: u64,
+    /// An item of a batch not finished this many seconds after it started fails.
+    pub item_deadline_secs: u64,
+    /// Fetch the pinned engines (pdfium, Tesseract) on first use when they are missing.
+    pub fetch_engines: bool,
+    /// Where fetched engines are kept (default: the embedding model's cache).
+    pub engine_cache_dir: Option<PathBuf>,
+}
+
+impl Default for FilesConfig {
+    fn default() -> Self {
+        Self {
+            workers: 2,
+            worker_memory_mib: 2048,
+            worker_cpu_secs: 120,
+            worker_wall_secs: 180,
+            item_deadline_secs: 15 * 60,
+            fetch_engines: true,
+            engine_cache_dir: None,
+        }
+    }
 }
 
 /// The platform LLM: any OpenAI-compatible chat-completions endpoint. Unset `base_url`
@@ -133,8 +202,12 @@ impl Default for WebhooksConfig {
 pub struct ServerConfig {
     pub bind: String,
     pub data_dir: PathBuf,
-    /// Largest request body accepted, in bytes.
+    /// Largest request body accepted, in bytes (the file routes take files up to the
+    /// per-file limit each).
     pub max_body_bytes: usize,
+    /// The base of every link the service hands out (presigned file URLs); default
+    /// `http://{bind}`.
+    pub public_url: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -143,6 +216,7 @@ impl Default for ServerConfig {
             bind: "127.0.0.1:8420".to_owned(),
             data_dir: PathBuf::from("./data"),
             max_body_bytes: 16 * 1024 * 1024,
+            public_url: None,
         }
     }
 }

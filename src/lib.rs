@@ -21,5 +21,6 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod eval;
+pub mod files;
 pub mod reembed;
 pub mod server;

@@ -44,6 +44,8 @@ pub enum StartupError {
     Service(#[from] memvault_core::Error),
     #[error("encryption key: {0}")]
     Secrets(String),
+    #[error("file storage: {0}")]
+    Blobs(String),
     #[error("cannot listen on {address}: {source}")]
     Bind {
         address: String,
@@ -211,6 +213,8 @@ pub async fn start_service_with_clock(
             max_attempts: config.webhooks.max_attempts,
             initial_backoff: Duration::from_millis(config.webhooks.initial_backoff_ms),
         },
+        files: crate::files::file_settings(config),
+        blobs: crate::files::blob_backend(config).map_err(StartupError::Blobs)?,
     };
     let service = Memvault::start(Arc::new(store), embedders, service_config).await?;
     let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;

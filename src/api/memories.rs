@@ -10,7 +10,7 @@ use memvault_core::memory::{
     NewMemory,
 };
 use memvault_core::ListPage;
-use memvault_core::{Authorizer, Memories};
+use memvault_core::{Authorizer, Files, Memories};
 use memvault_storage::MemoryRecord;
 use memvault_types::limits::{
     BULK_MAX_ITEMS, DEFAULT_IMPORTANCE, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,
@@ -26,6 +26,7 @@ use utoipa_axum::routes;
 use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Writer};
 use super::collections::{readable, writable, writable_or_new};
+use super::files::signed_memory;
 use super::extract::{parse_json_object, ApiJson, ApiJsonArray, ApiPath, ApiQuery};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -153,6 +154,7 @@ impl CreateMemoryRequest {
             source,
             metadata,
             container_tag: self.container_tag,
+            images: Vec::new(),
         })
     }
 }
@@ -353,6 +355,7 @@ pub async fn bulk(
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list(
+    State(files): State<Files>,
     State(memories): State<Memories>,
     State(authorizer): State<Authorizer>,
     Authenticated(agent): Authenticated,
@@ -378,12 +381,11 @@ pub async fn list(
         include_archived: query.include_archived.unwrap_or(false),
     };
     let memories = memories.list(&access, page)?;
-    Ok(Json(
-        memories
-            .iter()
-            .map(|memory| MemoryResponse::from(&**memory))
-            .collect(),
-    ))
+    let mut responses = Vec::with_capacity(memories.len());
+    for memory in &memories {
+        responses.push(signed_memory(&files, &agent.tenant_id, memory).await);
+    }
+    Ok(Json(responses))
 }
 
 #[utoipa::path(get, path = "/{memory_id}", tag = "memories",
@@ -391,6 +393,7 @@ pub async fn list(
     responses((status = 200, body = MemoryResponse), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn fetch(
+    State(files): State<Files>,
     State(memories): State<Memories>,
     State(authorizer): State<Authorizer>,
     Authenticated(agent): Authenticated,
@@ -398,7 +401,7 @@ pub async fn fetch(
 ) -> ApiResult<Json<MemoryResponse>> {
     let access = readable(&authorizer, &agent, &collection)?;
     let memory = memories.get(&access, &id)?;
-    Ok(Json(MemoryResponse::from(&*memory)))
+    Ok(Json(signed_memory(&files, &agent.tenant_id, &memory).await))
 }
 
 /// Changes only the given fields; a text change re-embeds the memory.
@@ -408,6 +411,7 @@ pub async fn fetch(
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn patch(
+    State(files): State<Files>,
     State(memories): State<Memories>,
     State(authorizer): State<Authorizer>,
     Writer(agent): Writer,
@@ -417,7 +421,7 @@ pub async fn patch(
     let access = writable(&authorizer, &agent, &collection)?;
     let patch = request.validate()?;
     let memory = memories.patch(&access, &id, patch).await?;
-    Ok(Json(MemoryResponse::from(&*memory)))
+    Ok(Json(signed_memory(&files, &agent.tenant_id, &memory).await))
 }
 
 #[utoipa::path(delete, path = "/{memory_id}", tag = "memories",
@@ -443,6 +447,7 @@ pub async fn remove(
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn move_to(
+    State(files): State<Files>,
     State(memories): State<Memories>,
     State(authorizer): State<Authorizer>,
     Writer(agent): Writer,
@@ -452,7 +457,7 @@ pub async fn move_to(
     let from = writable(&authorizer, &agent, &collection)?;
     let to = writable_or_new(&authorizer, &agent, &request.to_collection)?;
     let memory = memories.move_to(&from, &id, &to).await?;
-    Ok(Json(MemoryResponse::from(&*memory)))
+    Ok(Json(signed_memory(&files, &agent.tenant_id, &memory).await))
 }
 
 /// Pins or unpins; pinned memories rank first in listings.
@@ -462,6 +467,7 @@ pub async fn move_to(
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn pin(
+    State(files): State<Files>,
     State(memories): State<Memories>,
     State(authorizer): State<Authorizer>,
     Writer(agent): Writer,
@@ -470,7 +476,7 @@ pub async fn pin(
 ) -> ApiResult<Json<MemoryResponse>> {
     let access = writable(&authorizer, &agent, &collection)?;
     let memory = memories.set_pinned(&access, &id, request.pinned).await?;
-    Ok(Json(MemoryResponse::from(&*memory)))
+    Ok(Json(signed_memory(&files, &agent.tenant_id, &memory).await))
 }
 
 /// Archives (soft delete) or restores; archived memories leave default listings.
@@ -480,6 +486,7 @@ pub async fn pin(
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn archive(
+    State(files): State<Files>,
     State(memories): State<Memories>,
     State(authorizer): State<Authorizer>,
     Writer(agent): Writer,
@@ -490,7 +497,7 @@ pub async fn archive(
     let memory = memories
         .set_archived(&access, &id, request.archived)
         .await?;
-    Ok(Json(MemoryResponse::from(&*memory)))
+    Ok(Json(signed_memory(&files, &agent.tenant_id, &memory).await))
 }
 
 #[cfg(test)]

@@ -4,9 +4,11 @@
 
 pub mod admin;
 pub mod audit;
+pub mod blobs;
 pub mod auth;
 pub mod collections;
 pub mod extract;
+pub mod files;
 pub mod grants;
 pub mod graph;
 pub mod keys;
@@ -32,6 +34,7 @@ use axum::Router;
 use memvault_core::pageviews::Pageviews;
 use memvault_core::status::StatusMonitor;
 use memvault_core::{
+    Files,
     AuditTrail, Authorizer, Collections, Graph, Keys, Maintenance, Memories, Memvault, Operator,
     Proxy, Search, Settings, Tenants,
 };
@@ -47,6 +50,7 @@ use ratelimit::RateLimits;
 #[derive(Clone, FromRef)]
 pub struct AppState {
     pub memories: Memories,
+    pub files: Files,
     pub collections: Collections,
     pub search: Search,
     pub graph: Graph,
@@ -78,6 +82,7 @@ impl AppState {
     ) -> Self {
         Self {
             memories: service.memories(),
+            files: service.files(),
             collections: service.collections(),
             search: service.search(),
             graph: service.graph(),
@@ -132,6 +137,9 @@ pub fn router(state: AppState) -> Router {
 pub fn documented_routes() -> OpenApiRouter<AppState> {
     let v1 = OpenApiRouter::new()
         .merge(public::routes())
+        .merge(blobs::routes().layer(DefaultBodyLimit::max(
+            memvault_types::limits::FILE_MAX_BYTES as usize + 1,
+        )))
         .nest("/memory", memory_routes())
         .merge(mcp::routes())
         .nest("/proxy", proxy::routes());
@@ -146,6 +154,7 @@ fn memory_routes() -> OpenApiRouter<AppState> {
         .nest("/collections/{collection}", collection_routes())
         .merge(search::tenant_routes())
         .nest("/extract", graph::job_routes())
+        .merge(files::batch_routes())
         .merge(keys::routes())
         .merge(settings::routes())
         .nest("/webhook", webhooks::routes())
@@ -164,15 +173,27 @@ fn admin_routes() -> OpenApiRouter<AppState> {
 /// `/v1/memory/collections/{collection}`: everything inside one collection.
 fn collection_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .nest("/memories", memories::routes())
+        .nest(
+            "/memories",
+            memories::routes().merge(
+                files::memory_routes().layer(DefaultBodyLimit::max(FILES_MAX_REQUEST_BYTES)),
+            ),
+        )
+        .merge(files::collection_routes().layer(DefaultBodyLimit::max(FILES_MAX_REQUEST_BYTES)))
         .merge(search::routes())
         .merge(graph::routes())
         .merge(maintenance::routes())
         .nest("/grants", grants::routes())
 }
 
+/// The largest multipart request of the file routes (drop, folder, upload, images): each
+/// file is stored as it is read and capped at the per-file limit, so this bounds the
+/// transfer, not memory.
+const FILES_MAX_REQUEST_BYTES: usize = 600 * 1024 * 1024;
+
 /// Paths SPEC.md marks public: never answered with 401.
-const PUBLIC_PATHS: [&str; 7] = [
+const PUBLIC_PATHS: [&str; 8] = [
+    "/v1/blobs/",
     "/v1/memory/health",
     "/v1/status",
     "/v1/pulse",

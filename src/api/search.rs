@@ -4,7 +4,7 @@
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Utc};
-use memvault_core::{Authorizer, Search};
+use memvault_core::{Authorizer, Files, Search};
 use memvault_index::search::{
     FusionParams, SearchFilter, SearchHit, SearchMode, SearchOutcome, SearchQuery,
 };
@@ -231,6 +231,16 @@ pub struct SearchResponse {
 }
 
 impl SearchResponse {
+    /// File URLs presigned now, for the results with attached files.
+    async fn signed(mut self, files: &Files, tenant: &memvault_storage::TenantId) -> Self {
+        for item in &mut self.results {
+            if !item.images.is_empty() {
+                item.images = files.sign_images(tenant, &item.images).await;
+            }
+        }
+        self
+    }
+
     fn new(outcome: SearchOutcome, with_collection: bool) -> Self {
         Self {
             results: outcome
@@ -263,6 +273,7 @@ impl SearchResponse {
         (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn search_collection(
+    State(files): State<Files>,
     State(search): State<Search>,
     State(authorizer): State<Authorizer>,
     Authenticated(agent): Authenticated,
@@ -274,7 +285,7 @@ pub async fn search_collection(
     let outcome = search
         .search_as_of(&agent, Some(&access), request.query, request.as_of)
         .await?;
-    Ok(Json(SearchResponse::new(outcome, false)))
+    Ok(Json(SearchResponse::new(outcome, false).signed(&files, &agent.tenant_id).await))
 }
 
 /// Searches every collection of the tenant; each result names its `collection`. With
@@ -285,6 +296,7 @@ pub async fn search_collection(
         (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn search_tenant(
+    State(files): State<Files>,
     State(search): State<Search>,
     Authenticated(agent): Authenticated,
     ApiJson(request): ApiJson<SearchRequest>,
@@ -293,7 +305,7 @@ pub async fn search_tenant(
     let outcome = search
         .search_as_of(&agent, None, request.query, request.as_of)
         .await?;
-    Ok(Json(SearchResponse::new(outcome, true)))
+    Ok(Json(SearchResponse::new(outcome, true).signed(&files, &agent.tenant_id).await))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -315,6 +327,7 @@ pub struct RelatedQuery {
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn related(
+    State(files): State<Files>,
     State(search): State<Search>,
     State(authorizer): State<Authorizer>,
     Authenticated(agent): Authenticated,
@@ -325,7 +338,7 @@ pub async fn related(
     let limit = validate_limit(query.limit, RELATED_LIMIT_DEFAULT, SEARCH_LIMIT_MAX)?;
     let min_score = validate_score(query.min_score, RELATED_MIN_SCORE_DEFAULT)?;
     let outcome = search.related(&access, &id, limit, min_score).await?;
-    Ok(Json(SearchResponse::new(outcome, false)))
+    Ok(Json(SearchResponse::new(outcome, false).signed(&files, &agent.tenant_id).await))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -135,6 +135,7 @@ pub async fn without_model(source: &Path, concurrency: usize) -> Result<(f64, us
                             source: "bench".to_owned(),
                             metadata: Default::default(),
                             container_tag: None,
+                            images: Vec::new(),
                         })
                         .collect();
                     service

@@ -99,6 +99,7 @@ fn new_memory(text: String, importance: f64) -> NewMemory {
         source: "bench".to_owned(),
         metadata: Default::default(),
         container_tag: None,
+        images: Vec::new(),
     }
 }
 

@@ -89,6 +89,7 @@ impl Harness {
                             source: "eval".to_owned(),
                             metadata,
                             container_tag: None,
+                            images: Vec::new(),
                         }
                     })
                     .collect();

@@ -49,3 +49,7 @@ pub use service::{
     RememberInput, RememberOutcome, Search, ServiceConfig, Settings, SlotHistory, SpendView,
     Tenants,
 };
+pub use service::{
+    BlobBackend, CompletedUpload, Download, FileResult, Files, Incoming, StagedFile, UploadSpec,
+    UploadTicket,
+};

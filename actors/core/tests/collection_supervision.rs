@@ -282,6 +282,7 @@ fn new_memory(text: &str) -> NewMemory {
         source: "api".to_owned(),
         metadata: Default::default(),
         container_tag: None,
+        images: Vec::new(),
     }
 }
 

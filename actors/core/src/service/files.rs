@@ -209,6 +209,13 @@ impl Files {
         }))
     }
 
+    /// Removes files a request stored but will not use (the request failed).
+    pub async fn discard(&self, tenant: &TenantId, files: &[StagedFile]) {
+        for file in files {
+            self.delete_blob(tenant, &file.path).await;
+        }
+    }
+
     /// A file over the per-file limit, refused without being stored.
     pub fn refuse_oversize(&self, filename: &str, size: u64) -> Incoming {
         Incoming::Refused {
