@@ -1,6 +1,7 @@
 //! `cargo run --release -p memvault-speech --example transcribe_file -- FILE [MODEL_CACHE]`:
 //! fetches the model if needed, decodes and transcribes FILE, and prints the transcript
-//! and timings (for measuring; run it under `/usr/bin/time -v` for the peak RSS).
+//! and timings, and the process's peak address space and resident size (what a worker's
+//! `RLIMIT_AS` and the machine's memory must hold).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -27,12 +28,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let transcribing = started.elapsed();
     println!("{text}");
     eprintln!(
-        "audio {:.1} s ({} Hz, {} channels), decoded in {:.2} s, transcribed in {:.2} s",
+        "audio {:.1} s ({} Hz, {} channels{}), decoded in {:.2} s, transcribed in {:.2} s",
         decoded.seconds(),
         decoded.source_rate,
         decoded.source_channels,
+        if decoded.truncated { ", truncated" } else { "" },
         decoding.as_secs_f64(),
         transcribing.as_secs_f64()
     );
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    for line in status.lines() {
+        if line.starts_with("VmPeak") || line.starts_with("VmHWM") {
+            eprintln!("{}", line.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
     Ok(())
 }

@@ -81,6 +81,7 @@ fn api(library_path: &Path) -> Result<&'static Api, SpeechError> {
     if let Some((_, api)) = loaded.iter().find(|(path, _)| path == library_path) {
         return Ok(api);
     }
+    limit_malloc_arenas();
     // SAFETY: loading runs the library's initialisers (libmoonshine, libstdc++ and
     // onnxruntime constructors). The file is the pinned, hash-checked `libmoonshine.so`
     // from `moonshine-voice==0.0.4`, whose dependencies resolve through its RPATH to the
@@ -105,6 +106,29 @@ fn api(library_path: &Path) -> Result<&'static Api, SpeechError> {
     let api: &'static Api = Box::leak(Box::new(api));
     loaded.push((library_path.to_owned(), api));
     Ok(api)
+}
+
+/// Makes glibc's malloc use one arena for every thread. onnxruntime runs inference on a
+/// thread pool, and each thread's own arena reserves 64 MiB or more of address space that
+/// a worker's `RLIMIT_AS` counts in full: measured, one arena takes the peak address space
+/// of a 30 s window from about 460 MiB to about 330 MiB, at no measurable cost in speed
+/// (the threads allocate little while they compute). Process-wide, so done once, before
+/// the library is loaded; a no-op elsewhere than glibc.
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn mallopt(parameter: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
+        }
+        /// `M_ARENA_MAX` in glibc's `malloc.h`.
+        const M_ARENA_MAX: std::ffi::c_int = -8;
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: `mallopt` is glibc's documented, thread-safe tuning call; it takes
+            // two integers and touches no memory of ours. A failure (0) leaves the default.
+            unsafe { mallopt(M_ARENA_MAX, 1) };
+        });
+    }
 }
 
 /// # Safety
