@@ -30,6 +30,7 @@
 //! | XLSX, XLS, ODS | calamine; `## Sheet: name` per worksheet, cells as a Markdown table |
 //! | RTF | a tolerant reader of body text (tables of fonts, colours, pictures skipped) |
 //! | EML | headers, text body (HTML-only bodies to Markdown), attachments and forwarded messages recursively |
+//! | WAV, MP3, M4A, AAC, Ogg, FLAC (worker: [`extract_with`]) | `memvault-speech`: symphonia to 16 kHz mono, Moonshine tiny-en offline, one line per utterance; first 30 minutes; no model: no text, a note |
 //!
 //! # What goes elsewhere
 //!
