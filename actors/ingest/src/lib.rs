@@ -32,6 +32,7 @@
 //! | EML | headers, text body (HTML-only bodies to Markdown), attachments and forwarded messages recursively |
 //! | PNG, JPEG, GIF, WebP, TIFF, BMP | [`extract_with`] only: size from the header ([`Extracted::image`], a note), pixels capped, then OCR by Tesseract (`ocr.rs`), skipped with a note without it |
 //! | PDF (worker, [`extract_with`]) | pdfium (`libpdfium.so` via [`fetch::PDFIUM`]), a section per page, Title metadata; text-less pages rendered and OCRed by tesseract; pure-Rust `pdf-extract` fallback with a note |
+//! | WAV, MP3, M4A, AAC, Ogg, FLAC (worker: [`extract_with`]) | `memvault-speech`: symphonia to 16 kHz mono, Moonshine tiny-en offline, one line per utterance; first 30 minutes; no model: no text, a note |
 //!
 //! # What goes elsewhere
 //!
