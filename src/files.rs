@@ -131,10 +131,17 @@ fn locate_engines(cache: &Path, python: &str, fetch: bool) -> Engines {
     } else {
         memvault_ingest::tesseract_fetch::locate_tesseract(cache)
     };
-    tracing::info!(pdfium = ?pdfium, tesseract = ?tesseract, "file engines located");
+    let moonshine = if fetch {
+        memvault_speech::ensure_moonshine(cache, python)
+            .map_err(|error| tracing::warn!(%error, "the Moonshine model is not available; audio is stored without a transcript"))
+            .ok()
+    } else {
+        None
+    };
+    tracing::info!(?pdfium, ?tesseract, ?moonshine, "file engines located");
     Engines {
         pdfium,
         tesseract,
-        moonshine: None,
+        moonshine,
     }
 }

@@ -43,7 +43,7 @@ impl Presigned {
 }
 
 /// Downloads a stored file through a presigned URL (from a memory's `images`).
-#[utoipa::path(get, path = "/blobs/{key}", tag = "files",
+#[utoipa::path(get, path = "/blobs/{*key}", tag = "files",
     params(("key" = String, Path, description = "the blob's key: tenant and path"), Presigned),
     responses((status = 200, description = "the file's exact bytes, as an attachment", content_type = "application/octet-stream"),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
@@ -81,7 +81,7 @@ pub async fn download(
 
 /// Uploads a file's bytes to a presigned URL (from `drop/presign`); at most the per-file
 /// limit.
-#[utoipa::path(put, path = "/blobs/{key}", tag = "files",
+#[utoipa::path(put, path = "/blobs/{*key}", tag = "files",
     params(("key" = String, Path, description = "the blob's key: tenant and path"), Presigned),
     request_body(content = Vec<u8>, content_type = "application/octet-stream"),
     responses((status = 200, description = "stored"), (status = 403, body = ErrorBody),
