@@ -78,6 +78,10 @@ pub struct FilesConfig {
     pub fetch_engines: bool,
     /// Where fetched engines are kept (default: the embedding model's cache).
     pub engine_cache_dir: Option<PathBuf>,
+    /// The program run as the extraction worker, with `ingest-worker` as its argument
+    /// (default: this binary). Tests that run the server in their own process set it to
+    /// the memvault binary.
+    pub worker_program: Option<PathBuf>,
 }
 
 impl Default for FilesConfig {
@@ -90,6 +94,7 @@ impl Default for FilesConfig {
             item_deadline_secs: 15 * 60,
             fetch_engines: true,
             engine_cache_dir: None,
+            worker_program: None,
         }
     }
 }

@@ -38,10 +38,19 @@ pub fn blob_backend(config: &Config) -> Result<BlobBackend, String> {
         },
         "s3" => BlobBackendConfig::S3(S3Config {
             endpoint_url: blobs.endpoint_url.clone(),
-            bucket: blobs.bucket.clone().ok_or("blobs.bucket is required for s3")?,
+            bucket: blobs
+                .bucket
+                .clone()
+                .ok_or("blobs.bucket is required for s3")?,
             region: blobs.region.clone(),
-            access_key: blobs.access_key.clone().ok_or("blobs.access_key is required for s3")?,
-            secret_key: blobs.secret_key.clone().ok_or("blobs.secret_key is required for s3")?,
+            access_key: blobs
+                .access_key
+                .clone()
+                .ok_or("blobs.access_key is required for s3")?,
+            secret_key: blobs
+                .secret_key
+                .clone()
+                .ok_or("blobs.secret_key is required for s3")?,
             force_path_style: blobs.force_path_style,
         }),
         other => return Err(format!("blobs.backend must be local or s3, got '{other}'")),
@@ -73,10 +82,14 @@ fn load_or_create_secret(path: &Path) -> Result<Vec<u8>, String> {
 /// and the engines.
 pub fn file_settings(config: &Config) -> FileSettings {
     let files = &config.files;
-    let worker = std::env::current_exe().ok().map(|program| WorkerProgram {
-        program,
-        args: vec!["ingest-worker".to_owned()],
-    });
+    let worker = files
+        .worker_program
+        .clone()
+        .or_else(|| std::env::current_exe().ok())
+        .map(|program| WorkerProgram {
+            program,
+            args: vec!["ingest-worker".to_owned()],
+        });
     let cache = files
         .engine_cache_dir
         .clone()
@@ -91,11 +104,7 @@ pub fn file_settings(config: &Config) -> FileSettings {
             cpu_seconds: files.worker_cpu_secs.max(1),
             wall_clock: Duration::from_secs(files.worker_wall_secs.max(1)),
         },
-        engines: engine_source(
-            cache,
-            config.embedding.python.clone(),
-            files.fetch_engines,
-        ),
+        engines: engine_source(cache, config.embedding.python.clone(), files.fetch_engines),
         item_deadline: Duration::from_secs(files.item_deadline_secs.max(1)),
         ..FileSettings::default()
     }

@@ -15,8 +15,7 @@ use bytes::{Bytes, BytesMut};
 use chrono::{DateTime, Utc};
 use memvault_core::memory::{validate_text, NewMemory};
 use memvault_core::{
-    Authorizer, CompletedUpload, FileResult, Files, Incoming, StagedFile, UploadSpec,
-    UploadTicket,
+    Authorizer, CompletedUpload, FileResult, Files, Incoming, StagedFile, UploadSpec, UploadTicket,
 };
 use memvault_storage::{IngestBatchRecord, MemoryRecord, TenantId};
 use memvault_types::limits::DEFAULT_IMPORTANCE;
@@ -588,7 +587,11 @@ pub async fn delete_image(
 }
 
 /// A memory as a read shows it: file URLs presigned now.
-pub async fn signed_memory(files: &Files, tenant: &TenantId, memory: &MemoryRecord) -> MemoryResponse {
+pub async fn signed_memory(
+    files: &Files,
+    tenant: &TenantId,
+    memory: &MemoryRecord,
+) -> MemoryResponse {
     let mut response = MemoryResponse::from(memory);
     if !response.images.is_empty() {
         response.images = files.sign_images(tenant, &response.images).await;
@@ -759,9 +762,9 @@ fn memory_of_form(fields: &Map<String, Value>, staged: &[StagedFile]) -> ApiResu
     validate_text(&text).map_err(ApiError::Validation)?;
     let importance = match field("importance") {
         Some(raw) => {
-            let value: f64 = raw
-                .parse()
-                .map_err(|_| ApiError::Validation(format!("importance must be a number, got '{raw}'")))?;
+            let value: f64 = raw.parse().map_err(|_| {
+                ApiError::Validation(format!("importance must be a number, got '{raw}'"))
+            })?;
             memvault_core::memory::validate_importance(value).map_err(ApiError::Validation)?;
             value
         }
@@ -783,7 +786,8 @@ fn memory_of_form(fields: &Map<String, Value>, staged: &[StagedFile]) -> ApiResu
     };
     for name in ["category", "source", "container_tag"] {
         if let Some(value) = field(name) {
-            memvault_core::memory::validate_short_field(name, &value).map_err(ApiError::Validation)?;
+            memvault_core::memory::validate_short_field(name, &value)
+                .map_err(ApiError::Validation)?;
         }
     }
     Ok(NewMemory {
@@ -820,7 +824,10 @@ fn multipart_error(error: axum::extract::multipart::MultipartError) -> ApiError 
     if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::PayloadTooLarge(error.body_text())
     } else {
-        ApiError::InvalidBody(format!("the multipart body is not valid: {}", error.body_text()))
+        ApiError::InvalidBody(format!(
+            "the multipart body is not valid: {}",
+            error.body_text()
+        ))
     }
 }
 

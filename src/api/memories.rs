@@ -26,8 +26,8 @@ use utoipa_axum::routes;
 use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Writer};
 use super::collections::{readable, writable, writable_or_new};
-use super::files::signed_memory;
 use super::extract::{parse_json_object, ApiJson, ApiJsonArray, ApiPath, ApiQuery};
+use super::files::signed_memory;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 

@@ -4,8 +4,8 @@
 
 pub mod admin;
 pub mod audit;
-pub mod blobs;
 pub mod auth;
+pub mod blobs;
 pub mod collections;
 pub mod extract;
 pub mod files;
@@ -34,9 +34,8 @@ use axum::Router;
 use memvault_core::pageviews::Pageviews;
 use memvault_core::status::StatusMonitor;
 use memvault_core::{
-    Files,
-    AuditTrail, Authorizer, Collections, Graph, Keys, Maintenance, Memories, Memvault, Operator,
-    Proxy, Search, Settings, Tenants,
+    AuditTrail, Authorizer, Collections, Files, Graph, Keys, Maintenance, Memories, Memvault,
+    Operator, Proxy, Search, Settings, Tenants,
 };
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;

@@ -231,7 +231,18 @@ pub fn document(paths: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
         modifier.modify(&mut document);
     }
     audit::strip_declarations(&mut document);
+    template_wildcards(&mut document);
     document
+}
+
+/// axum's catch-all segment (`{*key}`) is an ordinary OpenAPI path parameter (`{key}`,
+/// whose value may hold slashes).
+fn template_wildcards(document: &mut utoipa::openapi::OpenApi) {
+    let paths = std::mem::take(&mut document.paths.paths);
+    document.paths.paths = paths
+        .into_iter()
+        .map(|(path, item)| (path.replace("{*", "{"), item))
+        .collect();
 }
 
 pub fn routes(document: utoipa::openapi::OpenApi) -> Router<AppState> {

@@ -285,7 +285,11 @@ pub async fn search_collection(
     let outcome = search
         .search_as_of(&agent, Some(&access), request.query, request.as_of)
         .await?;
-    Ok(Json(SearchResponse::new(outcome, false).signed(&files, &agent.tenant_id).await))
+    Ok(Json(
+        SearchResponse::new(outcome, false)
+            .signed(&files, &agent.tenant_id)
+            .await,
+    ))
 }
 
 /// Searches every collection of the tenant; each result names its `collection`. With
@@ -305,7 +309,11 @@ pub async fn search_tenant(
     let outcome = search
         .search_as_of(&agent, None, request.query, request.as_of)
         .await?;
-    Ok(Json(SearchResponse::new(outcome, true).signed(&files, &agent.tenant_id).await))
+    Ok(Json(
+        SearchResponse::new(outcome, true)
+            .signed(&files, &agent.tenant_id)
+            .await,
+    ))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -338,7 +346,11 @@ pub async fn related(
     let limit = validate_limit(query.limit, RELATED_LIMIT_DEFAULT, SEARCH_LIMIT_MAX)?;
     let min_score = validate_score(query.min_score, RELATED_MIN_SCORE_DEFAULT)?;
     let outcome = search.related(&access, &id, limit, min_score).await?;
-    Ok(Json(SearchResponse::new(outcome, false).signed(&files, &agent.tenant_id).await))
+    Ok(Json(
+        SearchResponse::new(outcome, false)
+            .signed(&files, &agent.tenant_id)
+            .await,
+    ))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -48,6 +48,8 @@ pub fn start_in_process_with_clock(
     let mut config = Config::default();
     config.server.data_dir = data_dir.path().to_owned();
     config.status.check_interval_secs = 1;
+    // Files are read by the real binary in worker mode (this process is the test harness).
+    config.files.worker_program = Some(PathBuf::from(env!("CARGO_BIN_EXE_memvault")));
     configure(&mut config);
     let (sender, receiver) = mpsc::channel::<SocketAddr>();
     std::thread::Builder::new()
@@ -59,6 +61,14 @@ pub fn start_in_process_with_clock(
                 .build()
                 .expect("runtime");
             runtime.block_on(async move {
+                // Bound first, so presigned file URLs name the real port.
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind");
+                let address = listener.local_addr().expect("address");
+                if config.server.public_url.is_none() {
+                    config.server.public_url = Some(format!("http://{address}"));
+                }
                 let embedder = server::start_embedder(&config).await.expect("embedder");
                 let started = server::start_service_with_clock(
                     &config,
@@ -68,12 +78,7 @@ pub fn start_in_process_with_clock(
                 )
                 .await
                 .expect("service");
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .expect("bind");
-                sender
-                    .send(listener.local_addr().expect("address"))
-                    .expect("send address");
+                sender.send(address).expect("send address");
                 server::serve(
                     listener,
                     started.service,

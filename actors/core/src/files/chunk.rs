@@ -149,8 +149,14 @@ mod tests {
             },
         ];
         let chunks = Chunker::new(None, None).chunks(&text, &sections);
-        assert_eq!(chunks.first().unwrap().location, Some(Location::Page { number: 1 }));
-        assert_eq!(chunks.last().unwrap().location, Some(Location::Page { number: 2 }));
+        assert_eq!(
+            chunks.first().unwrap().location,
+            Some(Location::Page { number: 1 })
+        );
+        assert_eq!(
+            chunks.last().unwrap().location,
+            Some(Location::Page { number: 2 })
+        );
     }
 
     #[test]

@@ -149,8 +149,7 @@ impl IngestJobs {
         item.started_at = Some(Utc::now());
         item.reason = None;
         self.set(batch, index, item.clone()).await;
-        let outcome = match tokio::time::timeout(self.deadline, self.process(batch, index)).await
-        {
+        let outcome = match tokio::time::timeout(self.deadline, self.process(batch, index)).await {
             Ok(outcome) => outcome,
             Err(_) => {
                 let _ = self.items.forget_partial(batch, &item).await;

@@ -52,9 +52,10 @@ impl FileReader {
                 .await
             {
                 Ok(inner) => append_attachment(&mut extracted, &name, attachment.kind, inner),
-                Err(failure) => extracted
-                    .notes
-                    .push(format!("attachment '{name}' was not read: {}", failure.reason)),
+                Err(failure) => extracted.notes.push(format!(
+                    "attachment '{name}' was not read: {}",
+                    failure.reason
+                )),
             }
         }
         Ok(extracted)

@@ -14,8 +14,8 @@ use chrono::{DateTime, Utc};
 use memvault_blobs::{BlobError, BlobKey, BlobPrefix, BlobStore, PresignMethod, UrlSigner};
 use memvault_ingest::{Extracted, Kind, Location};
 use memvault_storage::{
-    CollectionName, CreatedBy, IngestBatchRecord, IngestItemRecord, IngestItemState,
-    MemoryRecord, TenantId,
+    CollectionName, CreatedBy, IngestBatchRecord, IngestItemRecord, IngestItemState, MemoryRecord,
+    TenantId,
 };
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
@@ -26,8 +26,7 @@ use crate::call::blocking;
 use crate::collection::CollectionMessage;
 use crate::error::{Error, Result};
 use crate::files::{
-    cap_chars, Attachment, Chunker, FileReader, IngestItem, ItemOutcome, Prepared,
-    SignedAttachment,
+    cap_chars, Attachment, Chunker, FileReader, IngestItem, ItemOutcome, Prepared, SignedAttachment,
 };
 use crate::memory::{ImageChange, MemoryChange, NewMemory};
 
@@ -767,7 +766,8 @@ impl Files {
     /// Deletes the blobs of these `images` entries that no memory of the tenant
     /// references any more.
     pub async fn release(&self, tenant: &TenantId, images: &[Value]) {
-        let candidates: Vec<Attachment> = images.iter().filter_map(Attachment::from_value).collect();
+        let candidates: Vec<Attachment> =
+            images.iter().filter_map(Attachment::from_value).collect();
         if candidates.is_empty() {
             return;
         }
@@ -1230,7 +1230,10 @@ impl IngestItem for BatchItems {
         for id in ids {
             files
                 .root
-                .call_collection(&entry.handle, |reply| CollectionMessage::Delete { id, reply })
+                .call_collection(&entry.handle, |reply| CollectionMessage::Delete {
+                    id,
+                    reply,
+                })
                 .await
                 .map_err(|error| error.to_string())?;
         }

@@ -407,25 +407,23 @@ impl Memvault {
             items,
             self.inner.config.files.item_deadline,
         );
-        let queue = JobQueue::start(Arc::new(kind), 1)
-            .await
-            .map_err(|error| Error::StartFailed {
-                what: "the ingest queue".to_owned(),
-                reason: error.to_string(),
-            })?;
+        let queue =
+            JobQueue::start(Arc::new(kind), 1)
+                .await
+                .map_err(|error| Error::StartFailed {
+                    what: "the ingest queue".to_owned(),
+                    reason: error.to_string(),
+                })?;
         let _ = self.inner.ingest.set(queue);
         Ok(())
     }
 
     /// The ingest queue (started with the service).
     pub(crate) fn ingest_queue(&self) -> Result<&JobQueue<crate::files::IngestJobs>> {
-        self.inner
-            .ingest
-            .get()
-            .ok_or_else(|| Error::TaskFailed {
-                task: "ingest queue",
-                reason: "not started".to_owned(),
-            })
+        self.inner.ingest.get().ok_or_else(|| Error::TaskFailed {
+            task: "ingest queue",
+            reason: "not started".to_owned(),
+        })
     }
 
     /// Files: drop, uploads, attachments, downloads.
