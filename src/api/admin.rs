@@ -89,8 +89,11 @@ pub struct MeResponse {
 pub struct StatsResponse {
     pub collections: usize,
     pub memories: usize,
-    /// Bytes the tenant's records take in the store.
+    /// Bytes the tenant's records and stored files take.
     pub storage_bytes: u64,
+    /// Bytes of the stored files alone (dropped, uploaded, attached), part of
+    /// `storage_bytes`.
+    pub files_bytes: u64,
     pub added_7d: usize,
     pub added_30d: usize,
 }
@@ -204,6 +207,7 @@ pub async fn stats(
         collections: stats.collections,
         memories: stats.memories,
         storage_bytes: stats.storage_bytes,
+        files_bytes: stats.files_bytes,
         added_7d: stats.added_7d,
         added_30d: stats.added_30d,
     }))

@@ -21,7 +21,7 @@ pub struct OperatorUsage {
     pub tenants: usize,
     /// Bytes every tenant's records take in the store now (not per window).
     pub db_bytes: u64,
-    /// Always 0: the service stores no files yet (uploads are not implemented).
+    /// Bytes every tenant's stored files (uploads, dropped files) take now.
     pub files_bytes: u64,
     /// The months (`YYYY-MM`) whose usage is counted: usage is kept per month, so the
     /// window is widened to whole months.
@@ -194,11 +194,22 @@ impl Operator {
             entry.cost_usd += row.cost_usd;
         }
         let by_purpose: Vec<PurposeUsage> = by_purpose.into_values().collect();
+        let mut files_bytes = 0;
+        let tenants: Vec<TenantId> = self
+            .root
+            .inner
+            .tenants
+            .iter()
+            .map(|entry| entry.key().clone())
+            .collect();
+        for tenant in &tenants {
+            files_bytes += self.root.files().stored_bytes(tenant).await?;
+        }
         Ok(OperatorUsage {
             days,
             tenants: self.root.inner.tenants.len(),
             db_bytes,
-            files_bytes: 0,
+            files_bytes,
             months,
             total_cost_usd: by_purpose.iter().map(|usage| usage.cost_usd).sum(),
             by_purpose,

@@ -25,7 +25,10 @@ pub struct NewTenant {
 pub struct TenantStats {
     pub collections: usize,
     pub memories: usize,
+    /// Bytes the tenant's records and files take (`storage size`).
     pub storage_bytes: u64,
+    /// Bytes of its stored files alone (part of `storage_bytes`).
+    pub files_bytes: u64,
     pub added_7d: usize,
     pub added_30d: usize,
 }
@@ -144,6 +147,7 @@ impl Tenants {
             collections: snapshot.collections.len(),
             memories: 0,
             storage_bytes: 0,
+            files_bytes: 0,
             added_7d: 0,
             added_30d: 0,
         };
@@ -155,6 +159,7 @@ impl Tenants {
                 stats.added_30d += usize::from(memory.created_at >= month_ago);
             }
         }
+        stats.files_bytes = self.root.files().stored_bytes(tenant).await?;
         let (store, tenant) = (self.root.inner.store.clone(), tenant.clone());
         stats.storage_bytes = tokio::task::spawn_blocking(move || store.tenant_bytes(&tenant))
             .await
@@ -162,6 +167,7 @@ impl Tenants {
                 task: "storage task",
                 reason: error.to_string(),
             })??;
+        stats.storage_bytes += stats.files_bytes;
         Ok(stats)
     }
 }
