@@ -52,7 +52,10 @@ pub fn memory_routes() -> OpenApiRouter<AppState> {
 
 /// Nested at `/v1/memory`.
 pub fn batch_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(batch))
+    OpenApiRouter::new()
+        .routes(routes!(batch))
+        .routes(routes!(retry_batch).audit(Audit::Change("ingest.retry")))
+        .routes(routes!(delete_batch_item).audit(Audit::Change("ingest.item_delete")))
 }
 
 /// How one file of a synchronous drop or a folder upload ended.
@@ -422,6 +425,50 @@ pub async fn batch(
     ApiPath(batch_id): ApiPath<String>,
 ) -> ApiResult<Json<BatchResponse>> {
     let batch = files.batch(&agent.tenant_id, &batch_id).await?;
+    Ok(Json(BatchResponse::from(&batch)))
+}
+
+/// Queues a finished batch's failed files again (those that were stored; a file refused
+/// at intake cannot be retried). Needs write access to the batch's collection.
+#[utoipa::path(post, path = "/ingest/batch/{batch_id}/retry", tag = "files",
+    params(("batch_id" = String, Path)),
+    responses((status = 202, body = BatchResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn retry_batch(
+    State(files): State<Files>,
+    State(authorizer): State<Authorizer>,
+    Writer(agent): Writer,
+    ApiPath(batch_id): ApiPath<String>,
+) -> ApiResult<(StatusCode, Json<BatchResponse>)> {
+    let batch = files.batch(&agent.tenant_id, &batch_id).await?;
+    let access = writable(&authorizer, &agent, batch.collection.as_str())?;
+    let batch = files.retry_failed(&access, &batch_id).await?;
+    Ok((StatusCode::ACCEPTED, Json(BatchResponse::from(&batch))))
+}
+
+/// Removes a failed file from a finished batch, with its stored bytes; the items after
+/// it move up one index.
+#[utoipa::path(delete, path = "/ingest/batch/{batch_id}/items/{item_index}", tag = "files",
+    params(("batch_id" = String, Path), ("item_index" = u32, Path)),
+    responses((status = 200, body = BatchResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn delete_batch_item(
+    State(files): State<Files>,
+    State(authorizer): State<Authorizer>,
+    Writer(agent): Writer,
+    ApiPath((batch_id, index)): ApiPath<(String, String)>,
+) -> ApiResult<Json<BatchResponse>> {
+    let index: usize = index.parse().map_err(|_| {
+        ApiError::InvalidPath(format!(
+            "item_index must be a non-negative integer, got '{index}'"
+        ))
+    })?;
+    let batch = files.batch(&agent.tenant_id, &batch_id).await?;
+    let access = writable(&authorizer, &agent, batch.collection.as_str())?;
+    let batch = files.delete_failed_item(&access, &batch_id, index).await?;
     Ok(Json(BatchResponse::from(&batch)))
 }
 

@@ -25,6 +25,15 @@ pub enum Error {
     /// An ingest batch this tenant does not have.
     #[error("ingest batch '{0}' not found")]
     BatchNotFound(String),
+    /// A batch still being processed (retry and item removal wait for it to finish).
+    #[error("ingest batch '{0}' is still being processed; retry when it is complete")]
+    BatchRunning(String),
+    /// A batch item index the batch does not have.
+    #[error("ingest batch '{batch}' has no item {index}")]
+    BatchItemNotFound { batch: String, index: usize },
+    /// Only failed items may be removed.
+    #[error("item {index} of ingest batch '{batch}' did not fail; only failed items are removed")]
+    BatchItemNotFailed { batch: String, index: usize },
     /// A file over the per-file limit.
     #[error("'{filename}' is {size} bytes, over the per-file limit of {limit} bytes")]
     FileTooLarge {
@@ -185,7 +194,8 @@ impl Error {
             Error::CollectionNotFound(_) => ErrorCode::CollectionNotFound,
             Error::MemoryNotFound { .. } => ErrorCode::MemoryNotFound,
             Error::ImageNotFound { .. } => ErrorCode::ImageNotFound,
-            Error::BatchNotFound(_) => ErrorCode::BatchNotFound,
+            Error::BatchNotFound(_) | Error::BatchItemNotFound { .. } => ErrorCode::BatchNotFound,
+            Error::BatchRunning(_) | Error::BatchItemNotFailed { .. } => ErrorCode::BatchConflict,
             Error::FileTooLarge { .. } => ErrorCode::FileTooLarge,
             Error::Blobs(_) => ErrorCode::StorageUnavailable,
             Error::BlobNotFound => ErrorCode::BlobNotFound,

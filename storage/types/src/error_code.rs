@@ -63,12 +63,13 @@ make_error_codes! {
     GrantNotFound = ("grant_not_found", 404, "The collection has no grant for this agent.");
     JobNotFound = ("job_not_found", 404, "No such extract job.");
     ImageNotFound = ("image_not_found", 404, "The memory has no attached file at this index.");
-    BatchNotFound = ("batch_not_found", 404, "No such ingest batch in this tenant.");
+    BatchNotFound = ("batch_not_found", 404, "No such ingest batch (or batch item) in this tenant.");
     BlobNotFound = ("blob_not_found", 404, "No file is stored under this presigned URL's key (it was deleted, or never uploaded).");
     WebhookNotFound = ("webhook_not_found", 404, "The tenant has no webhook configured.");
     MethodNotAllowed = ("method_not_allowed", 405, "The path exists but not with this HTTP method.");
     TenantExists = ("tenant_exists", 409, "A tenant with this email exists already.");
     CollectionExists = ("collection_exists", 409, "A collection with this name exists already.");
+    BatchConflict = ("batch_conflict", 409, "The ingest batch is still being processed, or the item did not fail: only a finished batch's failed items are retried or removed.");
     KeyRevoked = ("key_revoked", 409, "The API key is revoked already.");
     KeyInactive = ("key_inactive", 409, "The API key is revoked or expired; grants are for active keys.");
     LastActiveKey = ("last_active_key", 409, "The tenant's last active key cannot be revoked; create another key first.");

@@ -390,6 +390,83 @@ impl Files {
             .ok_or_else(|| Error::BatchNotFound(id.to_owned()))
     }
 
+    /// Queues a finished batch's failed items again (those whose file is stored); the
+    /// batch as stored.
+    pub async fn retry_failed(
+        &self,
+        access: &CollectionAccess<Write>,
+        batch_id: &str,
+    ) -> Result<IngestBatchRecord> {
+        let mut batch = self.batch(access.tenant(), batch_id).await?;
+        if &batch.collection != access.collection() {
+            return Err(Error::BatchNotFound(batch_id.to_owned()));
+        }
+        if !batch.is_finished() {
+            return Err(Error::BatchRunning(batch_id.to_owned()));
+        }
+        let mut retried = 0;
+        for item in &mut batch.items {
+            if item.state == IngestItemState::Failed && item.blob_path.is_some() {
+                item.state = IngestItemState::Queued;
+                item.attempts = 0;
+                item.reason = None;
+                item.started_at = None;
+                retried += 1;
+            }
+        }
+        if retried == 0 {
+            return Ok(batch);
+        }
+        batch.updated_at = self.root.now();
+        let (store, stored) = (self.root.inner.store.clone(), batch.clone());
+        blocking(move || store.put_batch(&stored)).await?;
+        self.root
+            .ingest_queue()?
+            .submit((batch.tenant_id.clone(), batch.id.clone()))
+            .map_err(|error| Error::TaskFailed {
+                task: "ingest queue",
+                reason: error.to_string(),
+            })?;
+        Ok(batch)
+    }
+
+    /// Removes a failed item from a finished batch, with its stored file; the batch as
+    /// stored.
+    pub async fn delete_failed_item(
+        &self,
+        access: &CollectionAccess<Write>,
+        batch_id: &str,
+        index: usize,
+    ) -> Result<IngestBatchRecord> {
+        let mut batch = self.batch(access.tenant(), batch_id).await?;
+        if &batch.collection != access.collection() {
+            return Err(Error::BatchNotFound(batch_id.to_owned()));
+        }
+        if !batch.is_finished() {
+            return Err(Error::BatchRunning(batch_id.to_owned()));
+        }
+        let Some(item) = batch.items.get(index) else {
+            return Err(Error::BatchItemNotFound {
+                batch: batch_id.to_owned(),
+                index,
+            });
+        };
+        if item.state != IngestItemState::Failed {
+            return Err(Error::BatchItemNotFailed {
+                batch: batch_id.to_owned(),
+                index,
+            });
+        }
+        let removed = batch.items.remove(index);
+        batch.updated_at = self.root.now();
+        let (store, stored) = (self.root.inner.store.clone(), batch.clone());
+        blocking(move || store.put_batch(&stored)).await?;
+        if let Some(path) = &removed.blob_path {
+            self.delete_blob(access.tenant(), path).await;
+        }
+        Ok(batch)
+    }
+
     /// Presigned PUT URLs under the tenant's `uploads/` space; files over the limit are
     /// refused and not signed.
     pub async fn presign_uploads(
