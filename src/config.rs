@@ -82,6 +82,12 @@ pub struct FilesConfig {
     /// (default: this binary). Tests that run the server in their own process set it to
     /// the memvault binary.
     pub worker_program: Option<PathBuf>,
+    /// An OpenAI-compatible API base (`/audio/transcriptions` is appended) that
+    /// transcribes audio instead of the offline model; unset, Moonshine in the worker.
+    pub transcription_base_url: Option<String>,
+    pub transcription_model: String,
+    /// The environment variable holding the endpoint's API key (unset: no key sent).
+    pub transcription_api_key_env: String,
 }
 
 impl Default for FilesConfig {
@@ -95,6 +101,9 @@ impl Default for FilesConfig {
             fetch_engines: true,
             engine_cache_dir: None,
             worker_program: None,
+            transcription_base_url: None,
+            transcription_model: "whisper-1".to_owned(),
+            transcription_api_key_env: "MEMVAULT_TRANSCRIPTION_API_KEY".to_owned(),
         }
     }
 }

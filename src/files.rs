@@ -106,6 +106,16 @@ pub fn file_settings(config: &Config) -> FileSettings {
         },
         engines: engine_source(cache, config.embedding.python.clone(), files.fetch_engines),
         item_deadline: Duration::from_secs(files.item_deadline_secs.max(1)),
+        transcription: files.transcription_base_url.clone().map(|base_url| {
+            memvault_core::files::TranscriptionEndpoint {
+                base_url,
+                model: files.transcription_model.clone(),
+                api_key: std::env::var(&files.transcription_api_key_env)
+                    .ok()
+                    .filter(|key| !key.is_empty()),
+                timeout: Duration::from_secs(files.worker_wall_secs.max(30)),
+            }
+        }),
         ..FileSettings::default()
     }
 }

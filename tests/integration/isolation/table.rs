@@ -11,17 +11,52 @@ use crate::support::unique;
 /// Endpoints whose isolation (tenants, read-only keys, grants) is tested in their own
 /// suites, because one request there reaches many collections: MCP tools
 /// (tests/integration/mcp.rs) and the chat proxy, which needs an LLM upstream
-/// (tests/integration/proxy.rs).
-pub(super) const OWN_SUITES: [(&str, &str); 2] =
-    [("POST", "/v1/mcp"), ("POST", "/v1/proxy/chat/completions")];
+/// (tests/integration/proxy.rs); and the file routes, whose bodies are multipart.
+pub(super) const OWN_SUITES: [(&str, &str); 12] = [
+    ("POST", "/v1/mcp"),
+    ("POST", "/v1/proxy/chat/completions"),
+    // The file routes: multipart bodies and batch ids made by earlier requests. Their
+    // isolation (another tenant's memory, batch and upload keys; read-only keys; no key)
+    // is checked by tests/integration/files.rs and the `files` conformance area in CI.
+    ("POST", "/v1/memory/collections/{collection}/drop"),
+    ("POST", "/v1/memory/collections/{collection}/drop/presign"),
+    ("POST", "/v1/memory/collections/{collection}/drop/complete"),
+    (
+        "POST",
+        "/v1/memory/collections/{collection}/memories/upload",
+    ),
+    (
+        "POST",
+        "/v1/memory/collections/{collection}/memories/folder",
+    ),
+    (
+        "POST",
+        "/v1/memory/collections/{collection}/memories/{memory_id}/images",
+    ),
+    (
+        "DELETE",
+        "/v1/memory/collections/{collection}/memories/{memory_id}/images/{image_index}",
+    ),
+    ("GET", "/v1/memory/ingest/batch/{batch_id}"),
+    ("POST", "/v1/memory/ingest/batch/{batch_id}/retry"),
+    (
+        "DELETE",
+        "/v1/memory/ingest/batch/{batch_id}/items/{item_index}",
+    ),
+];
 
 /// Endpoints without security in `/openapi.json`: they take no key and return no tenant's
-/// data (readiness, the status page and the cookieless pageview beacon).
-pub(super) const PUBLIC: [(&str, &str); 4] = [
+/// data (readiness, the status page and the cookieless pageview beacon), or only the one
+/// file a presigned URL's signature names (`/v1/blobs/{key}`; tampered, expired and
+/// other-key URLs are refused in tests/integration/files.rs and the `files` conformance
+/// area).
+pub(super) const PUBLIC: [(&str, &str); 6] = [
     ("GET", "/v1/memory/health"),
     ("GET", "/v1/status"),
     ("POST", "/v1/pulse"),
     ("POST", "/v1/track"),
+    ("GET", "/v1/blobs/{key}"),
+    ("PUT", "/v1/blobs/{key}"),
 ];
 
 /// The webhook the owner's own case sets: a public address literal, so the SSRF guard

@@ -8,6 +8,8 @@
 //! - `jobs.rs`: [`IngestJobs`], asynchronous batches as a job kind: every item persisted
 //!   with its state, resumed after a crash, failed by a deadline when it hangs.
 //! - `settings.rs`: [`FileSettings`], the limits and parts the binary configures.
+//! - `transcription.rs`: [`TranscriptionEndpoint`], speech to text by an OpenAI-compatible
+//!   `/audio/transcriptions` endpoint when one is configured.
 //!
 //! The use cases (drop, presign, complete, upload, folder, images, downloads) are
 //! `crate::service::Files`.
@@ -17,9 +19,11 @@ mod chunk;
 mod jobs;
 mod reader;
 mod settings;
+mod transcription;
 
 pub use attachment::{Attachment, SignedAttachment};
 pub use chunk::{cap_chars, Chunk, Chunker};
 pub use jobs::{IngestBatchKey, IngestItem, IngestJobs, ItemOutcome, Prepared, ITEM_MAX_ATTEMPTS};
 pub use reader::{FileReader, ReadFailure};
 pub use settings::{EngineSource, FileSettings, WorkerProgram};
+pub use transcription::TranscriptionEndpoint;

@@ -42,6 +42,8 @@ pub struct FileSettings {
     pub item_deadline: Duration,
     /// Finished batches are kept (for polling) this long.
     pub batch_retention: Duration,
+    /// Audio goes here instead of the offline model, when set.
+    pub transcription: Option<super::TranscriptionEndpoint>,
 }
 
 impl fmt::Debug for FileSettings {
@@ -72,6 +74,7 @@ impl Default for FileSettings {
             engines: Arc::new(Engines::default),
             item_deadline: Duration::from_secs(15 * 60),
             batch_retention: Duration::from_secs(7 * 24 * 3600),
+            transcription: None,
         }
     }
 }

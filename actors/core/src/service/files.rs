@@ -922,7 +922,7 @@ impl Files {
                 memory_ids: existing.1,
             });
         }
-        let extracted = self
+        let mut extracted = self
             .root
             .inner
             .reader
@@ -932,6 +932,28 @@ impl Files {
                 code: failure.code,
                 reason: failure.reason,
             })?;
+        if let (Kind::Audio(_), Some(endpoint)) = (staged.kind, &self.settings().transcription) {
+            // The configured endpoint's transcript wins over the offline model's.
+            match endpoint
+                .transcribe(staged.bytes.clone(), &staged.filename, staged.kind.mime())
+                .await
+            {
+                Ok(text) => {
+                    extracted.text = text;
+                    extracted.sections.clear();
+                    extracted.notes.retain(|note| {
+                        !note.starts_with("transcri") && !note.contains("Moonshine")
+                    });
+                    extracted.notes.push(format!(
+                        "transcribed by {} ({})",
+                        endpoint.base_url, endpoint.model
+                    ));
+                }
+                Err(reason) => extracted
+                    .notes
+                    .push(format!("the transcription endpoint failed: {reason}")),
+            }
+        }
         memories_of(&self.chunker(), staged, extracted, context)
     }
 

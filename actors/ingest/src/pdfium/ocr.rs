@@ -3,13 +3,10 @@
 //! OpenMP threads fight each other on a small machine, 10.4 s instead of 1.5 s per page),
 //! under a wall-clock timeout.
 //!
-//! Private to the PDF engine for now; `crate::ocr` (images) does the same for whole image
-//! files, and the two may share one function later.
+//! The Tesseract run itself is `crate::ocr`, shared with images.
 
-use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A grayscale bitmap (`stride` bytes per row, `stride >= width`) as a PNG file.
 pub(crate) fn gray_png(
@@ -82,65 +79,10 @@ pub(crate) fn looks_blank(width: u32, height: u32, stride: usize, pixels: &[u8])
     dark.saturating_mul(10_000) < total
 }
 
-/// Runs `tesseract stdin stdout` on `png` and returns its text.
+/// Reads the text of a rendered page with Tesseract (`crate::ocr`, which also runs a
+/// Tesseract fetched into the cache with its own libraries and language data).
 pub(crate) fn tesseract(program: &Path, png: &[u8], timeout: Duration) -> Result<String, String> {
-    let mut child = Command::new(program)
-        .args(["stdin", "stdout"])
-        .env("OMP_THREAD_LIMIT", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|error| format!("cannot run {}: {error}", program.display()))?;
-    // Pipes are drained on threads so neither side blocks the other on a full pipe.
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let out_thread = std::thread::spawn(move || {
-        let mut text = Vec::new();
-        if let Some(stdout) = stdout.as_mut() {
-            let _ = stdout.read_to_end(&mut text);
-        }
-        text
-    });
-    let err_thread = std::thread::spawn(move || {
-        let mut text = Vec::new();
-        if let Some(stderr) = stderr.as_mut() {
-            let _ = stderr.take(64 * 1024).read_to_end(&mut text);
-        }
-        text
-    });
-    let stdin_thread = child.stdin.take().map(|mut stdin| {
-        let bytes = png.to_vec();
-        std::thread::spawn(move || {
-            // A tesseract that exits early closes the pipe; its exit status says why.
-            let _ = stdin.write_all(&bytes);
-        })
-    });
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() >= timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("tesseract took longer than {}s", timeout.as_secs()));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(error) => return Err(format!("cannot wait for tesseract: {error}")),
-        }
-    };
-    if let Some(thread) = stdin_thread {
-        let _ = thread.join();
-    }
-    let text = out_thread.join().unwrap_or_default();
-    let errors = err_thread.join().unwrap_or_default();
-    if !status.success() {
-        return Err(format!(
-            "tesseract failed ({status}): {}",
-            String::from_utf8_lossy(&errors).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&text).into_owned())
+    crate::ocr::recognize(png, program, timeout).map_err(|error| error.to_string())
 }
 
 #[cfg(test)]
