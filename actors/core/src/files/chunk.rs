@@ -99,8 +99,7 @@ impl Chunker {
 fn innermost_section(sections: &[Section], offset: usize) -> Option<Location> {
     sections
         .iter()
-        .filter(|section| section.range.contains(&offset))
-        .next_back()
+        .rfind(|section| section.range.contains(&offset))
         .map(|section| section.location.clone())
 }
 
