@@ -123,14 +123,22 @@ fn batch(client: &Client, id: &str) -> Value {
 
 /// Polls the batch until `done` says so; its last state.
 #[track_caller]
-fn poll_batch(client: &Client, id: &str, timeout: Duration, done: impl Fn(&Value) -> bool) -> Value {
+fn poll_batch(
+    client: &Client,
+    id: &str,
+    timeout: Duration,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = Instant::now() + timeout;
     loop {
         let state = batch(client, id);
         if done(&state) {
             return state;
         }
-        assert!(Instant::now() < deadline, "batch {id} did not get there: {state:#}");
+        assert!(
+            Instant::now() < deadline,
+            "batch {id} did not get there: {state:#}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -258,20 +266,90 @@ fn every_format_is_found_by_its_text_and_downloads_as_the_exact_original() {
     let collection = "formats";
     // (file name, bytes, kind the server reads it as, a phrase of its text)
     let cases: Vec<(&str, Vec<u8>, &str, &str)> = vec![
-        ("minimal-document.pdf", shared_file("minimal-document.pdf"), "pdf", "sed diam nonumy eirmod"),
-        ("google-doc-document.pdf", shared_file("google-doc-document.pdf"), "pdf", "Namespaces are one honking great idea"),
-        ("par-known-paragraphs.docx", shared_file("par-known-paragraphs.docx"), "docx", "Heading Paragraph"),
-        ("test-slides.pptx", shared_file("test-slides.pptx"), "pptx", "Group test text"),
-        ("any-sheets.xlsx", shared_file("any-sheets.xlsx"), "xlsx", "This workbook contains 4 sheets"),
-        ("libre-office-writer.odt", shared_file("libre-office-writer.odt"), "odt", "At vero eos et accusam"),
-        ("aldermoor-field-notes.epub", fixture("aldermoor-field-notes.epub"), "epub", "contained charred hazelnut shells"),
-        ("skerryvane-lighthouse.html", shared_file("skerryvane-lighthouse.html"), "html", "Paraffin for the lamp room"),
-        ("aldermoor-field-notes.md", shared_file("aldermoor-field-notes.md"), "markdown", "38 cm below the surface at the northern stake"),
-        ("pigments.csv", shared_file("pigments.csv"), "csv", "copper plates exposed to vinegar fumes"),
-        ("ferry-timetable.json", shared_file("ferry-timetable.json"), "json", "Bicycles travel free on the first sailing"),
-        ("hare-and-tortoise.eml", shared_file("hare-and-tortoise.eml"), "eml", "Slow but steady wins the race"),
-        ("aldermoor-field-notes.rtf", fixture("aldermoor-field-notes.rtf"), "rtf", "whether the 1871 drainage map shows the lost causeway"),
-        ("google-doc-document-page1.png", shared_file("google-doc-document-page1.png"), "png", "Explicit is better than implicit"),
+        (
+            "minimal-document.pdf",
+            shared_file("minimal-document.pdf"),
+            "pdf",
+            "sed diam nonumy eirmod",
+        ),
+        (
+            "google-doc-document.pdf",
+            shared_file("google-doc-document.pdf"),
+            "pdf",
+            "Namespaces are one honking great idea",
+        ),
+        (
+            "par-known-paragraphs.docx",
+            shared_file("par-known-paragraphs.docx"),
+            "docx",
+            "Heading Paragraph",
+        ),
+        (
+            "test-slides.pptx",
+            shared_file("test-slides.pptx"),
+            "pptx",
+            "Group test text",
+        ),
+        (
+            "any-sheets.xlsx",
+            shared_file("any-sheets.xlsx"),
+            "xlsx",
+            "This workbook contains 4 sheets",
+        ),
+        (
+            "libre-office-writer.odt",
+            shared_file("libre-office-writer.odt"),
+            "odt",
+            "At vero eos et accusam",
+        ),
+        (
+            "aldermoor-field-notes.epub",
+            fixture("aldermoor-field-notes.epub"),
+            "epub",
+            "contained charred hazelnut shells",
+        ),
+        (
+            "skerryvane-lighthouse.html",
+            shared_file("skerryvane-lighthouse.html"),
+            "html",
+            "Paraffin for the lamp room",
+        ),
+        (
+            "aldermoor-field-notes.md",
+            shared_file("aldermoor-field-notes.md"),
+            "markdown",
+            "38 cm below the surface at the northern stake",
+        ),
+        (
+            "pigments.csv",
+            shared_file("pigments.csv"),
+            "csv",
+            "copper plates exposed to vinegar fumes",
+        ),
+        (
+            "ferry-timetable.json",
+            shared_file("ferry-timetable.json"),
+            "json",
+            "Bicycles travel free on the first sailing",
+        ),
+        (
+            "hare-and-tortoise.eml",
+            shared_file("hare-and-tortoise.eml"),
+            "eml",
+            "Slow but steady wins the race",
+        ),
+        (
+            "aldermoor-field-notes.rtf",
+            fixture("aldermoor-field-notes.rtf"),
+            "rtf",
+            "whether the 1871 drainage map shows the lost causeway",
+        ),
+        (
+            "google-doc-document-page1.png",
+            shared_file("google-doc-document-page1.png"),
+            "png",
+            "Explicit is better than implicit",
+        ),
         ("jfk.wav", shared_file("jfk.wav"), "wav", "fellow Americans"),
     ];
     let files: Vec<(String, Vec<u8>)> = cases
@@ -345,7 +423,11 @@ fn a_file_that_crashes_or_hangs_its_worker_fails_alone() {
     let started = Instant::now();
     let dropped = drop_now(&client, "now", &files("now"));
     println!("synchronous drop answered in {:?}", started.elapsed());
-    assert_eq!((dropped["done"].as_u64(), dropped["failed"].as_u64()), (Some(2), Some(2)), "{dropped:#}");
+    assert_eq!(
+        (dropped["done"].as_u64(), dropped["failed"].as_u64()),
+        (Some(2), Some(2)),
+        "{dropped:#}"
+    );
     for result in dropped["results"].as_array().expect("results") {
         let name = result["filename"].as_str().unwrap();
         if name.starts_with("good") {
@@ -353,10 +435,17 @@ fn a_file_that_crashes_or_hangs_its_worker_fails_alone() {
             let ids = result["memory_ids"].as_array().unwrap();
             assert_eq!(ids.len(), 1, "{result:#}");
             let memory = get_memory(&client, "now", ids[0].as_str().unwrap());
-            assert!(memory["text"].as_str().unwrap().contains(name), "{memory:#}");
+            assert!(
+                memory["text"].as_str().unwrap().contains(name),
+                "{memory:#}"
+            );
         } else {
             assert_eq!(result["status"], "failed", "{result:#}");
-            let code = if name == "hang.txt" { "timed_out" } else { "crashed" };
+            let code = if name == "hang.txt" {
+                "timed_out"
+            } else {
+                "crashed"
+            };
             assert_eq!(result["code"], code, "{result:#}");
             check_failure(name, result["detail"].as_str().unwrap_or_default());
         }
@@ -370,7 +459,11 @@ fn a_file_that_crashes_or_hangs_its_worker_fails_alone() {
         batch["complete"] == true
     });
     assert_eq!(
-        (finished["done"].as_u64(), finished["failed"].as_u64(), finished["pending"].as_u64()),
+        (
+            finished["done"].as_u64(),
+            finished["failed"].as_u64(),
+            finished["pending"].as_u64()
+        ),
         (Some(2), Some(2), Some(0)),
         "{finished:#}"
     );
@@ -381,7 +474,10 @@ fn a_file_that_crashes_or_hangs_its_worker_fails_alone() {
             assert_eq!(item["memory_ids"].as_array().unwrap().len(), 1, "{item:#}");
         } else {
             assert_eq!(item["state"], "failed", "{item:#}");
-            assert!(item["memory_ids"].as_array().unwrap().is_empty(), "{item:#}");
+            assert!(
+                item["memory_ids"].as_array().unwrap().is_empty(),
+                "{item:#}"
+            );
             check_failure(name, item["reason"].as_str().unwrap_or_default());
         }
     }
@@ -423,7 +519,10 @@ fn a_batch_cut_by_kill_9_finishes_after_a_restart_with_each_file_stored_once() {
     let before = poll_batch(&client, &id, Duration::from_secs(300), |batch| {
         batch["done"].as_u64().unwrap_or(0) >= 3
     });
-    assert!(before["done"].as_u64().unwrap() < FILES as u64, "the batch finished too soon: {before:#}");
+    assert!(
+        before["done"].as_u64().unwrap() < FILES as u64,
+        "the batch finished too soon: {before:#}"
+    );
     server.kill_hard();
     println!("killed with {} of {FILES} done", before["done"]);
 
@@ -443,7 +542,10 @@ fn a_batch_cut_by_kill_9_finishes_after_a_restart_with_each_file_stored_once() {
 
     let mut per_file: HashMap<String, Vec<String>> = HashMap::new();
     for memory in all_memories(&client, "orchard") {
-        let file_id = memory["metadata"]["file_id"].as_str().expect("file_id").to_owned();
+        let file_id = memory["metadata"]["file_id"]
+            .as_str()
+            .expect("file_id")
+            .to_owned();
         per_file
             .entry(file_id)
             .or_default()
@@ -492,7 +594,10 @@ fn the_same_file_twice_in_a_collection_is_a_duplicate_and_in_another_is_stored()
     assert_eq!(item["state"], "done", "{item:#}");
     assert_eq!(item["memory_ids"], first["memory_ids"], "{item:#}");
     assert!(
-        item["reason"].as_str().unwrap_or_default().contains("same file"),
+        item["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("same file"),
         "{item:#}"
     );
     assert_eq!(ids(&all_memories(&client, "paints")), ids(&stored));
@@ -503,7 +608,11 @@ fn the_same_file_twice_in_a_collection_is_a_duplicate_and_in_another_is_stored()
     assert_ne!(elsewhere["file_id"], first["file_id"]);
     let memories = all_memories(&client, "inks");
     assert_eq!(memories.len(), stored.len());
-    assert_downloads(&first_url(&memories[0]), &file[0].1, "the copy in another collection");
+    assert_downloads(
+        &first_url(&memories[0]),
+        &file[0].1,
+        "the copy in another collection",
+    );
     // The first copy is still there too.
     let kept = get_memory(&client, "paints", first["memory_ids"][0].as_str().unwrap());
     assert_downloads(&first_url(&kept), &file[0].1, "the first copy");
@@ -546,26 +655,51 @@ clothes, boots and lamps with whatever the last supply run had brought them.
 fn files_follow_their_memories_through_delete_move_and_dedup() {
     let server = files_server(|_| {});
     let client = tenant_on(&server);
-    let attachment = |name: &str| (name.to_owned(), format!("the contents of {name}").into_bytes());
+    let attachment = |name: &str| {
+        (
+            name.to_owned(),
+            format!("the contents of {name}").into_bytes(),
+        )
+    };
 
     // Delete: the file goes with its memory.
     let doomed_file = attachment("doomed.txt");
-    let doomed = upload(&client, "desk", "a note about the doomed file", "0.5", &[doomed_file.clone()]);
+    let doomed = upload(
+        &client,
+        "desk",
+        "a note about the doomed file",
+        "0.5",
+        &[doomed_file.clone()],
+    );
     let doomed_url = first_url(&doomed);
     assert_downloads(&doomed_url, &doomed_file.1, "before the delete");
     expect_status(
-        client.delete(&format!("{}/{}", memories_path("desk"), doomed["id"].as_str().unwrap())),
+        client.delete(&format!(
+            "{}/{}",
+            memories_path("desk"),
+            doomed["id"].as_str().unwrap()
+        )),
         204,
     );
     assert_status(&doomed_url, 404, "after the delete");
 
     // Move: the file stays, under the URL given before and the one read after.
     let moving_file = attachment("moving.txt");
-    let moving = upload(&client, "desk", "a note that moves to the archive", "0.5", &[moving_file.clone()]);
+    let moving = upload(
+        &client,
+        "desk",
+        "a note that moves to the archive",
+        "0.5",
+        &[moving_file.clone()],
+    );
     let moving_url = first_url(&moving);
     let moved = expect_status(
         client.post(
-            &format!("{}/{}/move", memories_path("desk"), moving["id"].as_str().unwrap()),
+            &format!(
+                "{}/{}/move",
+                memories_path("desk"),
+                moving["id"].as_str().unwrap()
+            ),
             &json!({"to_collection": "archive"}),
         ),
         200,
@@ -573,19 +707,38 @@ fn files_follow_their_memories_through_delete_move_and_dedup() {
     let moved_id = moved["id"].as_str().expect("id").to_owned();
     assert_downloads(&moving_url, &moving_file.1, "the URL given before the move");
     let moved = get_memory(&client, "archive", &moved_id);
-    assert_eq!(moved["images"][0]["file_id"], moving["images"][0]["file_id"]);
-    assert_downloads(&first_url(&moved), &moving_file.1, "the URL read after the move");
+    assert_eq!(
+        moved["images"][0]["file_id"],
+        moving["images"][0]["file_id"]
+    );
+    assert_downloads(
+        &first_url(&moved),
+        &moving_file.1,
+        "the URL read after the move",
+    );
 
     // Dedup. Cluster 1: a chunk of a dropped file and a more important copy of its text;
     // the chunk goes, and the file stays, since its other chunks still reference it.
     let essay = vec![("essay.txt".to_owned(), ESSAY.as_bytes().to_vec())];
     let dropped = drop_now(&client, "notes", &essay);
-    let chunks = dropped["results"][0]["memory_ids"].as_array().expect("ids").clone();
-    assert!(chunks.len() >= 2, "the essay should be several chunks: {dropped:#}");
+    let chunks = dropped["results"][0]["memory_ids"]
+        .as_array()
+        .expect("ids")
+        .clone();
+    assert!(
+        chunks.len() >= 2,
+        "the essay should be several chunks: {dropped:#}"
+    );
     let chunk = get_memory(&client, "notes", chunks[0].as_str().unwrap());
     let chunk_url = first_url(&chunk);
     let copy_file = attachment("copy.txt");
-    let copy = upload(&client, "notes", chunk["text"].as_str().unwrap(), "0.9", &[copy_file.clone()]);
+    let copy = upload(
+        &client,
+        "notes",
+        chunk["text"].as_str().unwrap(),
+        "0.9",
+        &[copy_file.clone()],
+    );
     // Cluster 2: two uploads with one text; the less important one and its own file go.
     let text = "The quarterly inventory of the seed vault found 412 sealed packets of barley.";
     let keeper_file = attachment("keeper.txt");
@@ -596,7 +749,10 @@ fn files_follow_their_memories_through_delete_move_and_dedup() {
     assert_downloads(&loser_url, &loser_file.1, "before the dedup");
 
     let report = expect_status(
-        client.post("/v1/memory/collections/notes/dedup", &json!({"dry_run": false})),
+        client.post(
+            "/v1/memory/collections/notes/dedup",
+            &json!({"dry_run": false}),
+        ),
         200,
     );
     let deleted: HashSet<&str> = report["deleted_ids"]
@@ -609,17 +765,34 @@ fn files_follow_their_memories_through_delete_move_and_dedup() {
         HashSet::from([chunk["id"].as_str().unwrap(), loser["id"].as_str().unwrap()]);
     assert_eq!(deleted, expected, "{report:#}");
     assert_status(&loser_url, 404, "the removed duplicate's own file");
-    assert_downloads(&chunk_url, ESSAY.as_bytes(), "the file other chunks still reference");
+    assert_downloads(
+        &chunk_url,
+        ESSAY.as_bytes(),
+        "the file other chunks still reference",
+    );
     assert_downloads(&first_url(&copy), &copy_file.1, "the first keeper's file");
-    assert_downloads(&first_url(&keeper), &keeper_file.1, "the second keeper's file");
+    assert_downloads(
+        &first_url(&keeper),
+        &keeper_file.1,
+        "the second keeper's file",
+    );
 }
 
 #[test]
 fn a_presigned_url_stops_working_when_it_expires() {
     let server = files_server(|config| config.blobs.url_expiry_secs = 2);
     let client = tenant_on(&server);
-    let file = ("brief.txt".to_owned(), b"a file whose links expire quickly".to_vec());
-    let memory = upload(&client, "short", "a file with a short-lived link", "0.5", &[file.clone()]);
+    let file = (
+        "brief.txt".to_owned(),
+        b"a file whose links expire quickly".to_vec(),
+    );
+    let memory = upload(
+        &client,
+        "short",
+        "a file with a short-lived link",
+        "0.5",
+        &[file.clone()],
+    );
     let url = first_url(&memory);
     assert_downloads(&url, &file.1, "a fresh URL");
     std::thread::sleep(Duration::from_secs(3));
