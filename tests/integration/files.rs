@@ -444,7 +444,7 @@ fn a_file_that_crashes_or_hangs_its_worker_fails_alone() {
             let code = if name == "hang.txt" {
                 "timed_out"
             } else {
-                "crashed"
+                "worker_crashed"
             };
             assert_eq!(result["code"], code, "{result:#}");
             check_failure(name, result["detail"].as_str().unwrap_or_default());
