@@ -9,6 +9,7 @@ mod basics;
 mod collections;
 mod durability;
 mod errors;
+mod files;
 mod files_transcription;
 mod graph;
 mod history;
