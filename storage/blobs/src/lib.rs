@@ -16,6 +16,8 @@
 //! - [`config`]: which backend to open; [`open_blob_store`] (here) opens it.
 //! - `blob_suite` (feature `testing`): one conformance suite, one `#[test]` per check for
 //!   each backend through [`blob_suite!`].
+//! - `s3_test_server` (feature `s3-test-server`): a real S3-compatible server (s3s over a
+//!   temporary directory, SigV4 verified) for the S3 backend's tests and the edge's.
 //!
 //! # Why this trait is async
 //!
@@ -43,6 +45,8 @@ mod s3;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod blob_suite;
+#[cfg(feature = "s3-test-server")]
+pub mod s3_test_server;
 
 pub use blob_store::{
     BlobEntry, BlobMeta, BlobStore, PutReceipt, DEFAULT_CONTENT_TYPE, MAX_PRESIGN_EXPIRY,
