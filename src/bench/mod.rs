@@ -9,11 +9,12 @@
 //! asserted. `--maintenance` instead times health, summary, dedup and archive-stale on an
 //! in-process service (see `maintenance`); `--rate-limit` what the per-key rate limiter
 //! costs (see `ratelimit`); `--reembed` a live model switch with a kill -9 in the middle
-//! (see `reembed`).
+//! (see `reembed`); `--files` file ingestion over `drop` (see `files`).
 
 mod corpus;
 mod embedder;
 pub mod fake_embeddings;
+mod files;
 mod ingest;
 mod maintenance;
 mod process;
@@ -88,6 +89,20 @@ pub struct BenchArgs {
     /// for no kill).
     #[arg(long, default_value_t = 0.4)]
     pub kill_at: f64,
+    /// Only measure file ingestion over `drop`: a mixed folder (sync and async), OCR and
+    /// transcription, server and worker RSS, and pathological files; then stop.
+    #[arg(long, conflicts_with_all = ["existing_data", "embedder_only", "maintenance", "rate_limit", "reembed"])]
+    pub files: bool,
+    /// With --files: the directory of the real files (read at run time).
+    #[arg(long, default_value = "../shared/data/files")]
+    pub files_dir: PathBuf,
+    /// With --files: how many times the folder drops are repeated (the OCR and
+    /// transcription runs: one more, at least three).
+    #[arg(long, default_value_t = 2)]
+    pub rounds: usize,
+    /// With --files: collections per folder drop (each binary file once per collection).
+    #[arg(long, default_value_t = 4)]
+    pub collections: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -118,6 +133,9 @@ async fn bench(args: BenchArgs) -> Result<(), BenchError> {
     }
     if args.rate_limit {
         return ratelimit::run().await;
+    }
+    if args.files {
+        return files::run(&args).await;
     }
     let corpus = Corpus::load(&args.corpus)?;
     if args.reembed {

@@ -84,6 +84,11 @@ impl ServerProcess {
         })
     }
 
+    /// The server's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// Resident set size from /proc (0 where /proc is absent).
     pub fn rss_bytes(&self) -> u64 {
         let Some(pid) = self.child.id() else { return 0 };
