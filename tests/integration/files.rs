@@ -669,7 +669,7 @@ fn files_follow_their_memories_through_delete_move_and_dedup() {
         "desk",
         "a note about the doomed file",
         "0.5",
-        &[doomed_file.clone()],
+        std::slice::from_ref(&doomed_file),
     );
     let doomed_url = first_url(&doomed);
     assert_downloads(&doomed_url, &doomed_file.1, "before the delete");
@@ -690,7 +690,7 @@ fn files_follow_their_memories_through_delete_move_and_dedup() {
         "desk",
         "a note that moves to the archive",
         "0.5",
-        &[moving_file.clone()],
+        std::slice::from_ref(&moving_file),
     );
     let moving_url = first_url(&moving);
     let moved = expect_status(
@@ -737,14 +737,26 @@ fn files_follow_their_memories_through_delete_move_and_dedup() {
         "notes",
         chunk["text"].as_str().unwrap(),
         "0.9",
-        &[copy_file.clone()],
+        std::slice::from_ref(&copy_file),
     );
     // Cluster 2: two uploads with one text; the less important one and its own file go.
     let text = "The quarterly inventory of the seed vault found 412 sealed packets of barley.";
     let keeper_file = attachment("keeper.txt");
-    let keeper = upload(&client, "notes", text, "0.9", &[keeper_file.clone()]);
+    let keeper = upload(
+        &client,
+        "notes",
+        text,
+        "0.9",
+        std::slice::from_ref(&keeper_file),
+    );
     let loser_file = attachment("loser.txt");
-    let loser = upload(&client, "notes", text, "0.1", &[loser_file.clone()]);
+    let loser = upload(
+        &client,
+        "notes",
+        text,
+        "0.1",
+        std::slice::from_ref(&loser_file),
+    );
     let loser_url = first_url(&loser);
     assert_downloads(&loser_url, &loser_file.1, "before the dedup");
 
@@ -791,7 +803,7 @@ fn a_presigned_url_stops_working_when_it_expires() {
         "short",
         "a file with a short-lived link",
         "0.5",
-        &[file.clone()],
+        std::slice::from_ref(&file),
     );
     let url = first_url(&memory);
     assert_downloads(&url, &file.1, "a fresh URL");
