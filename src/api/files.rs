@@ -79,7 +79,7 @@ pub struct FileResultResponse {
     /// over a cap).
     pub detail: Option<String>,
     /// A failure's stable code: `file_too_large`, `empty`, `encrypted`, `invalid`,
-    /// `no_text`, `timed_out`, `crashed`, ...
+    /// `no_text`, `timed_out`, `worker_crashed`, `out_of_memory`, ...
     pub code: Option<String>,
 }
 
