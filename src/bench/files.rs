@@ -26,6 +26,9 @@ use serde_json::{json, Value};
 use super::process::{proc_status_bytes, ServerProcess};
 use super::{format_bytes, format_duration, BenchArgs, BenchError, Report};
 
+/// Makes one pathological file at run time.
+type MakeUpload = Box<dyn Fn() -> Result<Upload, BenchError>>;
+
 /// Binary documents, each dropped once per collection.
 const BINARY: [&str; 9] = [
     "minimal-document.pdf",
@@ -255,7 +258,7 @@ pub async fn run(args: &BenchArgs) -> Result<(), BenchError> {
     }
 
     // 4. Pathological files, each alone.
-    let pathological: Vec<(&str, Box<dyn Fn() -> Result<Upload, BenchError>>)> = vec![
+    let pathological: Vec<(&str, MakeUpload)> = vec![
         (
             "zip bomb DOCX (word/document.xml: 1 GiB of zeros)",
             Box::new(|| zip_bomb("bomb.docx", "word/document.xml", WORD_TYPES)),
@@ -285,7 +288,7 @@ pub async fn run(args: &BenchArgs) -> Result<(), BenchError> {
         let sampler = Sampler::start(pid);
         let started = Instant::now();
         let (status, body) = bench
-            .drop_raw(&collection, &[upload.clone()], false)
+            .drop_raw(&collection, std::slice::from_ref(&upload), false)
             .await?;
         let elapsed = started.elapsed();
         let peaks = sampler.stop();
