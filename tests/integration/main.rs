@@ -9,6 +9,7 @@ mod basics;
 mod collections;
 mod durability;
 mod errors;
+mod files_s3;
 mod graph;
 mod history;
 mod ingest_worker;
