@@ -11,6 +11,7 @@ mod durability;
 mod errors;
 mod files;
 mod files_transcription;
+mod files_s3;
 mod graph;
 mod history;
 mod ingest_worker;
