@@ -740,14 +740,20 @@ fn sample(server: u32, peaks: &mut Peaks, workers: &mut HashSet<u32>) {
         }
         false
     };
+    // A child forked but not yet exec'd still has the server's command line and counts
+    // the pages it shares with the server as its own: it is not counted.
+    let own = std::fs::read(format!("/proc/{server}/cmdline")).unwrap_or_default();
     let mut total = 0;
     for &pid in parents.keys() {
         if pid == server || !descends(pid) {
             continue;
         }
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if cmdline == own {
+            continue;
+        }
         let rss = proc_status_bytes(&pid.to_string(), "VmRSS:");
         total += rss;
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         if String::from_utf8_lossy(&cmdline).contains("ingest-worker") {
             workers.insert(pid);
             peaks.worker_rss = peaks.worker_rss.max(rss);
