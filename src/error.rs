@@ -189,6 +189,21 @@ mod tests {
         let tenant = TenantId::from_stored("t");
         let text = || "x".to_owned();
         let service = [
+            Error::ImageNotFound {
+                id: text(),
+                index: 2,
+            },
+            Error::BatchNotFound(text()),
+            Error::BlobNotFound,
+            Error::BatchRunning(text()),
+            Error::FileTooLarge {
+                filename: text(),
+                size: 11,
+                limit: 10,
+            },
+            Error::BadSignature,
+            Error::UrlExpired,
+            Error::Blobs(text()),
             Error::TenantNotFound(tenant),
             Error::CollectionNotFound(name.clone()),
             Error::MemoryNotFound {
