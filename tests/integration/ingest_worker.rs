@@ -62,12 +62,13 @@ fn a_file_the_binary_cannot_read_fails_alone_with_its_reason() {
         Err(WorkerError::Failed(error)) => assert!(!error.to_string().is_empty()),
         other => panic!("expected a clean failure, got {other:?}"),
     }
-    // A file needing another worker (PDF) is said so, not crashed on.
+    // A PDF is read in the worker too: with no engine given, by the pure-Rust fallback.
     let pdf = std::fs::read(files().join("minimal-document.pdf")).expect("a shared data file");
-    match worker.extract(&pdf, Some("minimal-document.pdf"), &Limits::default()) {
-        Err(WorkerError::Failed(error)) => assert_eq!(error.code(), "needs_worker", "{error}"),
-        other => panic!("expected needs_worker, got {other:?}"),
-    }
+    let read = worker
+        .extract(&pdf, Some("minimal-document.pdf"), &Limits::default())
+        .expect("a PDF read by the fallback");
+    assert_eq!(read.kind, Kind::Pdf);
+    assert!(!read.text.trim().is_empty(), "{read:?}");
     // And the next file is read as usual.
     let eml = std::fs::read(files().join("hare-and-tortoise.eml")).expect("a shared data file");
     worker
