@@ -42,6 +42,10 @@ pub struct BlobsConfig {
     pub force_path_style: bool,
     /// How long a presigned file URL works, in seconds.
     pub url_expiry_secs: u64,
+    /// Let a tenant's own bucket (`PUT /v1/memory/storage/config`) be on a loopback,
+    /// private, link-local or metadata address. Off by default (SSRF protection); tests
+    /// and trusted private networks turn it on.
+    pub allow_private_targets: bool,
 }
 
 impl Default for BlobsConfig {
@@ -56,6 +60,7 @@ impl Default for BlobsConfig {
             secret_key: None,
             force_path_style: true,
             url_expiry_secs: 15 * 60,
+            allow_private_targets: false,
         }
     }
 }

@@ -236,6 +236,8 @@ mod tests {
                 reason: text(),
             },
             Error::LlmSelfTestFailed(text()),
+            Error::StorageTargetRejected(text()),
+            Error::StorageSelfTestFailed(text()),
             Error::ModelNotOffered {
                 model: text(),
                 offered: text(),

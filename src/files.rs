@@ -57,7 +57,11 @@ pub fn blob_backend(config: &Config) -> Result<BlobBackend, String> {
     };
     let store = memvault_blobs::open_blob_store(&backend, signer.clone())
         .map_err(|error| error.to_string())?;
-    Ok(BlobBackend { store, signer })
+    Ok(BlobBackend {
+        store,
+        signer,
+        allow_private_targets: blobs.allow_private_targets,
+    })
 }
 
 /// 32 random bytes kept in `path` (created on first start, readable by the owner only).

@@ -23,6 +23,7 @@ pub mod public;
 pub mod ratelimit;
 pub mod search;
 pub mod settings;
+pub mod storage;
 pub mod webhooks;
 
 use std::sync::Arc;
@@ -156,6 +157,7 @@ fn memory_routes() -> OpenApiRouter<AppState> {
         .merge(files::batch_routes())
         .merge(keys::routes())
         .merge(settings::routes())
+        .merge(storage::routes())
         .nest("/webhook", webhooks::routes())
 }
 

@@ -11,6 +11,7 @@ mod durability;
 mod errors;
 mod files;
 mod files_s3;
+mod files_storage;
 mod files_transcription;
 mod graph;
 mod history;

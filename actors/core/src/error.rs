@@ -111,6 +111,11 @@ pub enum Error {
     LlmConfigInvalid { what: &'static str, reason: String },
     #[error("the LLM self-test failed, so the configuration was not saved: {0}")]
     LlmSelfTestFailed(String),
+    /// The storage endpoint failed the SSRF guard; the text says why.
+    #[error("{0}")]
+    StorageTargetRejected(String),
+    #[error("the storage self-test failed, so the configuration was not saved: {0}")]
+    StorageSelfTestFailed(String),
     #[error(
         "model '{model}' is not offered by this server's LLM; use '{offered}' or a model \
          priced in its [llm.prices]"
@@ -216,6 +221,8 @@ impl Error {
             Error::WebhookTargetRejected(_) => ErrorCode::WebhookTargetRejected,
             Error::LlmConfigInvalid { .. } => ErrorCode::LlmConfigInvalid,
             Error::LlmSelfTestFailed(_) => ErrorCode::LlmSelfTestFailed,
+            Error::StorageTargetRejected(_) => ErrorCode::StorageTargetRejected,
+            Error::StorageSelfTestFailed(_) => ErrorCode::StorageSelfTestFailed,
             Error::ModelNotOffered { .. } => ErrorCode::ModelNotOffered,
             Error::Restarting { .. } | Error::ActorStopped { .. } | Error::StartFailed { .. } => {
                 ErrorCode::ActorUnavailable

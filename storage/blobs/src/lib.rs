@@ -71,6 +71,27 @@ pub fn open_blob_store(
     }
 }
 
+/// Opens a bucket someone else runs (a tenant's own) with short timeouts: see
+/// `ObjectBlobStore::s3_with_timeout`.
+#[cfg(feature = "s3")]
+pub fn open_foreign_s3(
+    config: &S3Config,
+    timeout: std::time::Duration,
+) -> error::Result<std::sync::Arc<dyn BlobStore>> {
+    Ok(std::sync::Arc::new(ObjectBlobStore::s3_with_timeout(
+        config, timeout,
+    )?))
+}
+
+/// Without the `s3` feature there is no S3 client: a clear error.
+#[cfg(not(feature = "s3"))]
+pub fn open_foreign_s3(
+    _config: &S3Config,
+    _timeout: std::time::Duration,
+) -> error::Result<std::sync::Arc<dyn BlobStore>> {
+    open_s3(_config)
+}
+
 #[cfg(feature = "s3")]
 fn open_s3(config: &S3Config) -> error::Result<std::sync::Arc<dyn BlobStore>> {
     Ok(std::sync::Arc::new(ObjectBlobStore::s3(config)?))

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::signer::{Method, SignedUrlOptions, Signer};
+use object_store::{BackoffConfig, ClientOptions, RetryConfig};
 use url::Url;
 
 use crate::config::S3Config;
@@ -19,7 +20,30 @@ impl ObjectBlobStore {
     /// the object's `Content-Type` and `x-amz-meta-sha256`; presigned URLs are the
     /// bucket's own (SigV4). A client only: nothing is sent until the first call.
     pub fn s3(config: &S3Config) -> Result<Self> {
-        let mut builder = AmazonS3Builder::new()
+        Self::s3_builder(config, AmazonS3Builder::new())
+    }
+
+    /// As [`ObjectBlobStore::s3`], for a bucket someone else runs (a tenant's own): each
+    /// request, connection included, gives up after `timeout` and is retried at most once,
+    /// so an unreachable endpoint fails fast instead of after object_store's minutes of
+    /// back-off.
+    pub fn s3_with_timeout(config: &S3Config, timeout: Duration) -> Result<Self> {
+        let builder = AmazonS3Builder::new()
+            .with_client_options(
+                ClientOptions::new()
+                    .with_timeout(timeout)
+                    .with_connect_timeout(timeout),
+            )
+            .with_retry(RetryConfig {
+                backoff: BackoffConfig::default(),
+                max_retries: 1,
+                retry_timeout: timeout,
+            });
+        Self::s3_builder(config, builder)
+    }
+
+    fn s3_builder(config: &S3Config, builder: AmazonS3Builder) -> Result<Self> {
+        let mut builder = builder
             .with_bucket_name(&config.bucket)
             .with_region(&config.region)
             .with_access_key_id(&config.access_key)

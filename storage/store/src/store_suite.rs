@@ -23,7 +23,7 @@ use crate::records::{
     JobState, MemoryRecord, RememberedFact, StagedEmbedding, StoredMemory, TenantId, TenantRecord,
     TenantSettings, UsageRow,
 };
-use crate::records::{AuditEntry, OutboxDelivery, WebhookRecord};
+use crate::records::{AuditEntry, OutboxDelivery, StorageConfigRecord, WebhookRecord};
 use crate::store::Store;
 
 /// Generates `mod $backend` with one `#[test]` per check of the suite. `$factory` is a
@@ -464,6 +464,16 @@ pub fn settings_default_then_round_trip(store: &dyn Store) {
             secret_sealed: "v1:sealed-secret".to_owned(),
             created_at: Utc::now(),
         }),
+        storage: Some(StorageConfigRecord {
+            store_id: "s3-bucket-id".to_owned(),
+            endpoint_url: Some("https://s3.example.com".to_owned()),
+            bucket: "files".to_owned(),
+            region: "eu-west-1".to_owned(),
+            access_key: "AKIAEXAMPLE".to_owned(),
+            secret_key_sealed: "v1:sealed-s3".to_owned(),
+            force_path_style: true,
+            updated_at: Utc::now(),
+        }),
     };
     store.put_tenant_settings(&tenant.id, &settings).unwrap();
     assert_eq!(store.tenant_settings(&tenant.id).unwrap(), settings);
@@ -574,6 +584,7 @@ pub fn ingest_batches_leave_the_queue_when_every_item_is_finished(store: &dyn St
         filename: format!("{file}.txt"),
         declared_type: Some("text/plain".to_owned()),
         blob_path: Some(format!("files/{file}/{file}.txt")),
+        blob_store: None,
         size: 12,
         state: IngestItemState::Queued,
         reason: None,

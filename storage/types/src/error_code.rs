@@ -85,6 +85,8 @@ make_error_codes! {
     WebhookTargetRejected = ("webhook_target_rejected", 422, "The webhook URL is not http(s) with a host, or is or resolves to a private, loopback, link-local or metadata address.");
     LlmConfigInvalid = ("llm_config_invalid", 422, "An LLM client cannot be set up from this configuration.");
     LlmSelfTestFailed = ("llm_self_test_failed", 422, "The LLM self-test failed, so the configuration was not saved.");
+    StorageTargetRejected = ("storage_target_rejected", 422, "The storage endpoint is or resolves to a private, loopback, link-local or metadata address.");
+    StorageSelfTestFailed = ("storage_self_test_failed", 422, "The storage self-test (put, read back, delete a probe object) failed, so the configuration was not saved.");
     ModelNotOffered = ("model_not_offered", 422, "The chat proxy's model is neither the server LLM's model nor one priced for it.");
     RateLimited = ("rate_limited", 429, "The API key is over its rate limit; retry after Retry-After seconds.");
     InternalError = ("internal_error", 500, "An unexpected failure; the detail says only \"internal error\" and the cause is logged.");

@@ -12,7 +12,7 @@ use crate::support::unique;
 /// suites, because one request there reaches many collections: MCP tools
 /// (tests/integration/mcp.rs) and the chat proxy, which needs an LLM upstream
 /// (tests/integration/proxy.rs); and the file routes, whose bodies are multipart.
-pub(super) const OWN_SUITES: [(&str, &str); 12] = [
+pub(super) const OWN_SUITES: [(&str, &str); 13] = [
     ("POST", "/v1/mcp"),
     ("POST", "/v1/proxy/chat/completions"),
     // The file routes: multipart bodies and batch ids made by earlier requests. Their
@@ -38,6 +38,9 @@ pub(super) const OWN_SUITES: [(&str, &str); 12] = [
         "/v1/memory/collections/{collection}/memories/{memory_id}/images/{image_index}",
     ),
     ("GET", "/v1/memory/ingest/batch/{batch_id}"),
+    // Its success needs a live S3 bucket: tests/integration/files_storage.rs checks it,
+    // and that other keys (agent, none) are refused.
+    ("PUT", "/v1/memory/storage/config"),
     ("POST", "/v1/memory/ingest/batch/{batch_id}/retry"),
     (
         "DELETE",
@@ -202,6 +205,7 @@ pub(super) const TABLE: &[Entry] = &[
     entry("GET", "/v1/memory/keys", Access::TenantRead, Shape::Tenant, 200),
     entry("GET", "/v1/memory/agents", Access::TenantRead, Shape::Tenant, 200),
     entry("GET", "/v1/memory/extraction/config", Access::TenantRead, Shape::Tenant, 200),
+    entry("GET", "/v1/memory/storage/config", Access::TenantRead, Shape::Tenant, 200),
     entry("GET", "/v1/memory/spend-cap", Access::TenantRead, Shape::Tenant, 200),
     // No webhook is configured while the reads run.
     entry("GET", "/v1/memory/webhook/config", Access::TenantRead, Shape::Tenant, 404),
@@ -242,6 +246,7 @@ pub(super) const TABLE: &[Entry] = &[
     entry("PUT", "/v1/memory/spend-cap", Access::OwnerOnly, Shape::Tenant, 200),
     entry("PUT", "/v1/memory/extraction/config", Access::OwnerOnly, Shape::Tenant, 200),
     entry("DELETE", "/v1/memory/extraction/config", Access::OwnerOnly, Shape::Tenant, 204),
+    entry("DELETE", "/v1/memory/storage/config", Access::OwnerOnly, Shape::Tenant, 204),
     entry("PUT", "/v1/memory/webhook/config", Access::OwnerOnly, Shape::Tenant, 200),
     entry("DELETE", "/v1/memory/webhook/config", Access::OwnerOnly, Shape::Tenant, 204),
     // Last: it retires the calling key.

@@ -20,6 +20,10 @@ pub struct Attachment {
     pub size: u64,
     /// Lowercase hex SHA-256 of the bytes.
     pub sha256: String,
+    /// The tenant's own bucket the bytes are in (its store id); absent: the platform's
+    /// storage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
 }
 
 impl Attachment {
@@ -42,6 +46,9 @@ pub struct SignedAttachment {
     pub content_type: String,
     pub size: u64,
     pub sha256: String,
-    pub url: String,
-    pub expires_at: DateTime<Utc>,
+    /// `None` when the file cannot be reached now (`detail` says why).
+    pub url: Option<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }

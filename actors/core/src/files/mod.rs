@@ -8,6 +8,8 @@
 //! - `jobs.rs`: [`IngestJobs`], asynchronous batches as a job kind: every item persisted
 //!   with its state, resumed after a crash, failed by a deadline when it hangs.
 //! - `settings.rs`: [`FileSettings`], the limits and parts the binary configures.
+//! - `storage.rs`: [`TenantStores`], the platform's store or a tenant's own bucket, and
+//!   the self-test a bucket passes before it is saved.
 //! - `transcription.rs`: [`TranscriptionEndpoint`], speech to text by an OpenAI-compatible
 //!   `/audio/transcriptions` endpoint when one is configured.
 //!
@@ -19,6 +21,7 @@ mod chunk;
 mod jobs;
 mod reader;
 mod settings;
+mod storage;
 mod transcription;
 
 pub use attachment::{Attachment, SignedAttachment};
@@ -26,4 +29,5 @@ pub use chunk::{cap_chars, Chunk, Chunker};
 pub use jobs::{IngestBatchKey, IngestItem, IngestJobs, ItemOutcome, Prepared, ITEM_MAX_ATTEMPTS};
 pub use reader::{FileReader, ReadFailure};
 pub use settings::{EngineSource, FileSettings, WorkerProgram};
+pub use storage::{open_bucket, s3_config, self_test, store_id, PlacedStore, TenantStores};
 pub use transcription::TranscriptionEndpoint;

@@ -15,7 +15,7 @@ use memvault_blobs::{BlobError, BlobKey, BlobPrefix, BlobStore, PresignMethod, U
 use memvault_ingest::{Extracted, Kind, Location};
 use memvault_storage::{
     CollectionName, CreatedBy, IngestBatchRecord, IngestItemRecord, IngestItemState, MemoryRecord,
-    TenantId,
+    StorageConfigRecord, TenantId,
 };
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
@@ -26,7 +26,8 @@ use crate::call::blocking;
 use crate::collection::CollectionMessage;
 use crate::error::{Error, Result};
 use crate::files::{
-    cap_chars, Attachment, Chunker, FileReader, IngestItem, ItemOutcome, Prepared, SignedAttachment,
+    cap_chars, Attachment, Chunker, FileReader, IngestItem, ItemOutcome, PlacedStore, Prepared,
+    SignedAttachment,
 };
 use crate::memory::{ImageChange, MemoryChange, NewMemory};
 
@@ -43,6 +44,8 @@ pub struct StagedFile {
     pub declared_type: Option<String>,
     /// The blob's path under the tenant.
     pub path: String,
+    /// The tenant's own bucket it is in (`None`: the platform's storage).
+    pub store: Option<String>,
     pub size: u64,
     pub sha256: String,
     /// What the bytes are, by content.
@@ -60,6 +63,7 @@ impl StagedFile {
             content_type: self.kind.mime().to_owned(),
             size: self.size,
             sha256: self.sha256.clone(),
+            store: self.store.clone(),
         }
     }
 }
@@ -151,8 +155,56 @@ pub struct Files {
 }
 
 impl Files {
-    fn blobs(&self) -> &Arc<dyn BlobStore> {
-        &self.root.inner.blobs.store
+    /// The platform's store: where memvault's own presigned URLs point.
+    fn platform(&self) -> &Arc<dyn BlobStore> {
+        self.root.inner.stores.platform()
+    }
+
+    /// Where the tenant's new files go: its own bucket when it configured one.
+    fn active_store(&self, tenant: &TenantId) -> Result<PlacedStore> {
+        let config = self.storage_config(tenant)?;
+        self.root
+            .inner
+            .stores
+            .active(
+                tenant,
+                config.as_ref(),
+                self.root.inner.intelligence.secrets().ok(),
+            )
+            .map_err(storage_error)
+    }
+
+    /// The store a file put in `store` is in; `None` when that bucket is no longer
+    /// configured (the file stays there, memvault cannot reach it).
+    fn holding_store(
+        &self,
+        tenant: &TenantId,
+        store: Option<&str>,
+    ) -> Result<Option<Arc<dyn BlobStore>>> {
+        let config = match store {
+            None => None,
+            Some(_) => self.storage_config(tenant)?,
+        };
+        self.root
+            .inner
+            .stores
+            .holding(
+                tenant,
+                store,
+                config.as_ref(),
+                self.root.inner.intelligence.secrets().ok(),
+            )
+            .map_err(storage_error)
+    }
+
+    fn storage_config(&self, tenant: &TenantId) -> Result<Option<StorageConfigRecord>> {
+        Ok(self
+            .root
+            .tenant_handle(tenant)?
+            .snapshot()
+            .settings
+            .storage
+            .clone())
     }
 
     fn settings(&self) -> &crate::files::FileSettings {
@@ -191,8 +243,9 @@ impl Files {
         let path = format!("files/{file_id}/{}", blob_name(&filename));
         let kind = FileReader::sniff(&bytes, &filename);
         let key = blob_key(tenant, &path)?;
-        let receipt = self
-            .blobs()
+        let placed = self.active_store(tenant)?;
+        let receipt = placed
+            .store
             .put(&key, bytes.clone(), kind.mime())
             .await
             .map_err(storage_error)?;
@@ -201,6 +254,7 @@ impl Files {
             filename,
             declared_type,
             path,
+            store: placed.id,
             size: receipt.size,
             sha256: receipt.sha256,
             kind,
@@ -211,7 +265,8 @@ impl Files {
     /// Removes files a request stored but will not use (the request failed).
     pub async fn discard(&self, tenant: &TenantId, files: &[StagedFile]) {
         for file in files {
-            self.delete_blob(tenant, &file.path).await;
+            self.delete_blob(tenant, file.store.as_deref(), &file.path)
+                .await;
         }
     }
 
@@ -279,13 +334,15 @@ impl Files {
                         code: None,
                     }),
                     Err(error) => {
-                        self.delete_blob(access.tenant(), &staged.path).await;
+                        self.delete_blob(access.tenant(), staged.store.as_deref(), &staged.path)
+                            .await;
                         Err(error)
                     }
                 }
             }
             Err(Outcome::Duplicate { memory_ids, note }) => {
-                self.delete_blob(access.tenant(), &staged.path).await;
+                self.delete_blob(access.tenant(), staged.store.as_deref(), &staged.path)
+                    .await;
                 Ok(FileResult {
                     filename: staged.filename.clone(),
                     file_id: Some(staged.file_id.clone()),
@@ -299,7 +356,8 @@ impl Files {
                 })
             }
             Err(Outcome::Failed { code, reason }) => {
-                self.delete_blob(access.tenant(), &staged.path).await;
+                self.delete_blob(access.tenant(), staged.store.as_deref(), &staged.path)
+                    .await;
                 Ok(failed_result(
                     staged.filename.clone(),
                     Some(staged.file_id.clone()),
@@ -327,6 +385,7 @@ impl Files {
                     filename: staged.filename,
                     declared_type: staged.declared_type,
                     blob_path: Some(staged.path),
+                    blob_store: staged.store,
                     size: staged.size,
                     state: IngestItemState::Queued,
                     reason: None,
@@ -462,7 +521,8 @@ impl Files {
         let (store, stored) = (self.root.inner.store.clone(), batch.clone());
         blocking(move || store.put_batch(&stored)).await?;
         if let Some(path) = &removed.blob_path {
-            self.delete_blob(access.tenant(), path).await;
+            self.delete_blob(access.tenant(), removed.blob_store.as_deref(), path)
+                .await;
         }
         Ok(batch)
     }
@@ -475,6 +535,7 @@ impl Files {
         specs: Vec<UploadSpec>,
     ) -> Result<Vec<UploadTicket>> {
         let expiry = self.settings().url_expiry;
+        let placed = self.active_store(access.tenant())?;
         let mut tickets = Vec::with_capacity(specs.len());
         for spec in specs {
             let filename = clean_filename(&spec.filename);
@@ -495,8 +556,8 @@ impl Files {
                 blob_name(&filename)
             );
             let key = blob_key(access.tenant(), &path)?;
-            let url = self
-                .blobs()
+            let url = placed
+                .store
                 .presign_put(&key, expiry)
                 .await
                 .map_err(storage_error)?;
@@ -521,13 +582,18 @@ impl Files {
     ) -> Result<(IngestBatchRecord, Vec<(CompletedUpload, String)>)> {
         let mut items = Vec::new();
         let mut rejected = Vec::new();
+        let placed = self.active_store(access.tenant())?;
         for upload in uploads {
-            match self.check_upload(access.tenant(), &upload).await {
+            match self
+                .check_upload(access.tenant(), &*placed.store, &upload)
+                .await
+            {
                 Ok((path, size)) => items.push(IngestItemRecord {
                     file_id: uuid::Uuid::now_v7().simple().to_string(),
                     filename: clean_filename(&upload.filename),
                     declared_type: upload.mime.clone(),
                     blob_path: Some(path),
+                    blob_store: placed.id.clone(),
                     size,
                     state: IngestItemState::Queued,
                     reason: None,
@@ -552,6 +618,7 @@ impl Files {
     async fn check_upload(
         &self,
         tenant: &TenantId,
+        store: &dyn BlobStore,
         upload: &CompletedUpload,
     ) -> std::result::Result<(String, u64), String> {
         let outside = || "the key is not an upload of this tenant".to_owned();
@@ -559,7 +626,7 @@ impl Files {
         if key.tenant() != tenant || !key.path().starts_with("uploads/") {
             return Err(outside());
         }
-        let meta = match self.blobs().head(&key).await {
+        let meta = match store.head(&key).await {
             Ok(meta) => meta,
             Err(BlobError::NotFound { .. }) => {
                 return Err("nothing was uploaded under this key".to_owned())
@@ -567,7 +634,7 @@ impl Files {
             Err(error) => return Err(format!("the upload could not be checked: {error}")),
         };
         if meta.size > self.max_file_bytes() {
-            let _ = self.blobs().delete(&key).await;
+            let _ = store.delete(&key).await;
             return Err(format!(
                 "the uploaded file is {} bytes, over the per-file limit of {} bytes",
                 meta.size,
@@ -598,7 +665,8 @@ impl Files {
             }),
             Err(error) => {
                 for file in &files {
-                    self.delete_blob(access.tenant(), &file.path).await;
+                    self.delete_blob(access.tenant(), file.store.as_deref(), &file.path)
+                        .await;
                 }
                 Err(error)
             }
@@ -643,12 +711,14 @@ impl Files {
                         code: None,
                     },
                     Err(error) => {
-                        self.delete_blob(access.tenant(), &staged.path).await;
+                        self.delete_blob(access.tenant(), staged.store.as_deref(), &staged.path)
+                            .await;
                         return Err(error);
                     }
                 },
                 Err(Outcome::Duplicate { memory_ids, note }) => {
-                    self.delete_blob(access.tenant(), &staged.path).await;
+                    self.delete_blob(access.tenant(), staged.store.as_deref(), &staged.path)
+                        .await;
                     FileResult {
                         filename: staged.filename.clone(),
                         file_id: Some(staged.file_id.clone()),
@@ -662,7 +732,8 @@ impl Files {
                     }
                 }
                 Err(Outcome::Failed { code, reason }) => {
-                    self.delete_blob(access.tenant(), &staged.path).await;
+                    self.delete_blob(access.tenant(), staged.store.as_deref(), &staged.path)
+                        .await;
                     failed_result(
                         staged.filename.clone(),
                         Some(staged.file_id.clone()),
@@ -690,7 +761,8 @@ impl Files {
         };
         let updated = self.update(access, id, change).await;
         if updated.is_err() {
-            self.delete_blob(access.tenant(), &file.path).await;
+            self.delete_blob(access.tenant(), file.store.as_deref(), &file.path)
+                .await;
         }
         updated
     }
@@ -763,35 +835,60 @@ impl Files {
                 signed.push(image.clone());
                 continue;
             };
-            let url = match blob_key(tenant, &attachment.path) {
-                Ok(key) => self.blobs().presign_get(&key, expiry).await.ok(),
-                Err(_) => None,
-            };
-            let Some(url) = url else {
-                tracing::warn!(file = %attachment.file_id, "a file URL could not be signed");
-                continue;
+            let signed_url = self.signed_url(tenant, &attachment, expiry).await;
+            let (url, detail) = match signed_url {
+                Ok(url) => (Some(url.to_string()), None),
+                Err(detail) => {
+                    tracing::warn!(file = %attachment.file_id, %detail, "no file URL");
+                    (None, Some(detail))
+                }
             };
             let entry = SignedAttachment {
+                expires_at: url.as_ref().map(|_| {
+                    self.root.now()
+                        + chrono::Duration::from_std(expiry).unwrap_or(chrono::Duration::zero())
+                }),
                 file_id: attachment.file_id,
                 filename: attachment.filename,
                 content_type: attachment.content_type,
                 size: attachment.size,
                 sha256: attachment.sha256,
-                url: url.to_string(),
-                expires_at: self.root.now()
-                    + chrono::Duration::from_std(expiry).unwrap_or(chrono::Duration::zero()),
+                url,
+                detail,
             };
             signed.push(serde_json::to_value(entry).unwrap_or(Value::Null));
         }
         signed
     }
 
+    /// A download URL for the attachment, or why there is none.
+    async fn signed_url(
+        &self,
+        tenant: &TenantId,
+        attachment: &Attachment,
+        expiry: std::time::Duration,
+    ) -> std::result::Result<url::Url, String> {
+        let key = blob_key(tenant, &attachment.path).map_err(|error| error.to_string())?;
+        let store = self
+            .holding_store(tenant, attachment.store.as_deref())
+            .map_err(|error| error.to_string())?
+            .ok_or_else(|| {
+                "the file is in a storage bucket that is no longer configured for this \
+                 account; configure that bucket again to reach it"
+                    .to_owned()
+            })?;
+        store
+            .presign_get(&key, expiry)
+            .await
+            .map_err(|error| format!("the file URL could not be signed: {error}"))
+    }
+
     /// The blob a memvault-presigned GET URL names, after its signature and expiry are
     /// checked.
     pub async fn download(&self, key: &str, expires: i64, signature: &str) -> Result<Download> {
         let key = self.verified_key(PresignMethod::Get, key, expires, signature)?;
-        let meta = self.blobs().head(&key).await.map_err(blob_error)?;
-        let bytes = self.blobs().get(&key).await.map_err(blob_error)?;
+        let meta = self.platform().head(&key).await.map_err(blob_error)?;
+        let bytes = self.platform().get(&key).await.map_err(blob_error)?;
         let filename = key.path().rsplit('/').next().unwrap_or("file").to_owned();
         Ok(Download {
             bytes,
@@ -818,7 +915,7 @@ impl Files {
             });
         }
         let content_type = content_type.unwrap_or(memvault_blobs::DEFAULT_CONTENT_TYPE);
-        self.blobs()
+        self.platform()
             .put(&key, bytes, content_type)
             .await
             .map_err(storage_error)?;
@@ -851,7 +948,8 @@ impl Files {
         let referenced = self.referenced_files(tenant);
         for attachment in candidates {
             if !referenced.contains(&attachment.file_id) {
-                self.delete_blob(tenant, &attachment.path).await;
+                self.delete_blob(tenant, attachment.store.as_deref(), &attachment.path)
+                    .await;
             }
         }
     }
@@ -874,18 +972,30 @@ impl Files {
         referenced
     }
 
-    async fn delete_blob(&self, tenant: &TenantId, path: &str) {
-        if let Ok(key) = blob_key(tenant, path) {
-            if let Err(error) = self.blobs().delete(&key).await {
-                tracing::warn!(%key, %error, "a file was not deleted");
+    /// Deletes a blob from the store it was put in (nothing when that bucket is no
+    /// longer configured: memvault has no credentials for it).
+    async fn delete_blob(&self, tenant: &TenantId, store: Option<&str>, path: &str) {
+        let Ok(key) = blob_key(tenant, path) else {
+            return;
+        };
+        match self.holding_store(tenant, store) {
+            Ok(Some(holding)) => {
+                if let Err(error) = holding.delete(&key).await {
+                    tracing::warn!(%key, %error, "a file was not deleted");
+                }
             }
+            Ok(None) => {
+                tracing::info!(%key, "a file in a bucket no longer configured is left there")
+            }
+            Err(error) => tracing::warn!(%key, %error, "a file was not deleted"),
         }
     }
 
-    /// Bytes stored for the tenant (files, uploads).
+    /// Bytes stored for the tenant (files, uploads) in the platform's storage (a tenant's
+    /// own bucket is its own to count).
     pub async fn stored_bytes(&self, tenant: &TenantId) -> Result<u64> {
         let prefix = BlobPrefix::tenant(tenant).map_err(storage_error)?;
-        let entries = self.blobs().list(&prefix).await.map_err(storage_error)?;
+        let entries = self.platform().list(&prefix).await.map_err(storage_error)?;
         Ok(entries.iter().map(|entry| entry.size).sum())
     }
 
@@ -1165,6 +1275,7 @@ fn refused_item(filename: String, size: u64, reason: String) -> IngestItemRecord
         filename,
         declared_type: None,
         blob_path: None,
+        blob_store: None,
         size,
         state: IngestItemState::Failed,
         reason: Some(reason),
@@ -1250,8 +1361,13 @@ impl IngestItem for BatchItems {
             return Err("the file was not stored".to_owned());
         };
         let key = blob_key(&batch.tenant_id, path).map_err(|error| error.to_string())?;
-        let bytes = files
-            .blobs()
+        let store = files
+            .holding_store(&batch.tenant_id, item.blob_store.as_deref())
+            .map_err(|error| error.to_string())?
+            .ok_or_else(|| {
+                "the file was stored in a storage bucket that is no longer configured".to_owned()
+            })?;
+        let bytes = store
             .get(&key)
             .await
             .map_err(|error| format!("the stored file could not be read: {error}"))?;
@@ -1261,6 +1377,7 @@ impl IngestItem for BatchItems {
             filename: item.filename.clone(),
             declared_type: item.declared_type.clone(),
             path: path.clone(),
+            store: item.blob_store.clone(),
             size: bytes.len() as u64,
             sha256,
             kind: FileReader::sniff(&bytes, &item.filename),
@@ -1277,7 +1394,9 @@ impl IngestItem for BatchItems {
         {
             Ok(prepared) => Ok(Ok(prepared)),
             Err(Outcome::Duplicate { memory_ids, note }) => {
-                files.delete_blob(&batch.tenant_id, path).await;
+                files
+                    .delete_blob(&batch.tenant_id, item.blob_store.as_deref(), path)
+                    .await;
                 Ok(Err(ItemOutcome::Done {
                     memory_ids,
                     note: Some(note),

@@ -16,6 +16,7 @@ pub mod proxy;
 mod remember;
 mod search;
 mod settings;
+mod storage;
 mod tenants;
 mod webhooks;
 
@@ -47,6 +48,7 @@ pub use remember::{
 };
 pub use search::Search;
 pub use settings::{ExtractionLlmInput, ExtractionLlmView, Settings, SpendView};
+pub use storage::{StorageConfigInput, StorageConfigView};
 pub use tenants::{BootstrapOutcome, NewTenant, TenantStats, Tenants};
 pub use webhooks::{NewWebhook, WebhookView};
 
@@ -102,6 +104,9 @@ pub struct ServiceConfig {
 pub struct BlobBackend {
     pub store: Arc<dyn memvault_blobs::BlobStore>,
     pub signer: memvault_blobs::UrlSigner,
+    /// Let a tenant's own bucket be on a loopback, private, link-local or metadata address
+    /// (off by default: SSRF protection).
+    pub allow_private_targets: bool,
 }
 
 impl std::fmt::Debug for BlobBackend {
@@ -124,6 +129,7 @@ impl BlobBackend {
         Self {
             store: Arc::new(memvault_blobs::ObjectBlobStore::in_memory(signer.clone())),
             signer,
+            allow_private_targets: false,
         }
     }
 }
@@ -234,6 +240,9 @@ impl Remember for GraphWriter {
     }
 }
 
+/// How long one request to a tenant's own bucket may take (connection included).
+const FOREIGN_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// A cheap handle to the running service.
 #[derive(Clone)]
 pub struct Memvault {
@@ -258,6 +267,8 @@ struct Inner {
     events: EventBroker,
     /// Where files are stored.
     blobs: BlobBackend,
+    /// The platform's store and the tenants' own buckets.
+    stores: crate::files::TenantStores,
     /// Reads files in worker processes.
     reader: crate::files::FileReader,
     /// Asynchronous ingest batches; set once started (its kind holds a weak reference).
@@ -359,6 +370,10 @@ impl Memvault {
                 embedders,
                 caches: SearchCaches::new(config.search_cache_entries, 10_000),
                 blobs: config.blobs.clone(),
+                stores: crate::files::TenantStores::new(
+                    config.blobs.store.clone(),
+                    FOREIGN_STORE_TIMEOUT,
+                ),
                 reader: crate::files::FileReader::new(config.files.clone()),
                 ingest: OnceLock::new(),
                 intelligence,

@@ -141,7 +141,7 @@ impl Settings {
         self.spend(tenant).await
     }
 
-    async fn update_settings(
+    pub(super) async fn update_settings(
         &self,
         tenant: &TenantId,
         change: impl FnOnce(&TenantSettings) -> TenantSettings + Send + 'static,

@@ -169,12 +169,12 @@ fn refusal(host: &str, ip: IpAddr) -> String {
     if host == ip.to_string() {
         format!(
             "url host {ip} is a loopback, private, link-local or otherwise internal address; \
-             webhooks may only target public addresses"
+             only public addresses may be targeted"
         )
     } else {
         format!(
             "url host '{host}' resolves to {ip}, a loopback, private, link-local or otherwise \
-             internal address; webhooks may only target public addresses"
+             internal address; only public addresses may be targeted"
         )
     }
 }

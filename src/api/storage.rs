@@ -1,0 +1,216 @@
+//! The tenant's own object storage: `GET/PUT/DELETE /v1/memory/storage/config` (SPEC
+//! "Bring-your-own configuration").
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use memvault_core::{Settings, StorageConfigInput, StorageConfigView};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::audit::{Audit, AuditRoutes};
+use super::auth::{Authenticated, Owner};
+use super::extract::ApiJson;
+use super::AppState;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+
+/// Nested at `/v1/memory`.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(get_storage))
+        .routes(routes!(put_storage).audit(Audit::Change("storage.set")))
+        .routes(routes!(delete_storage).audit(Audit::Change("storage.delete")))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfigRequest {
+    /// `s3`: any S3-compatible bucket (AWS, MinIO, Garage, R2, ...).
+    #[schema(pattern = "^s3$")]
+    pub backend: String,
+    /// The endpoint, e.g. `https://s3.eu-central-1.amazonaws.com` or
+    /// `https://minio.example.com`; omitted or null: AWS's own for `region`. Must be a
+    /// public address unless the server allows private ones.
+    #[serde(default)]
+    pub endpoint_url: Option<String>,
+    pub bucket: String,
+    /// Default `us-east-1`.
+    #[serde(default)]
+    pub region: Option<String>,
+    pub access_key: String,
+    /// Stored encrypted (AES-256-GCM); never returned.
+    pub secret_key: String,
+    /// `https://endpoint/bucket/key` rather than `https://bucket.endpoint/key`; default
+    /// true (what most self-hosted servers need).
+    #[serde(default)]
+    pub force_path_style: Option<bool>,
+}
+
+impl StorageConfigRequest {
+    fn validate(self) -> ApiResult<StorageConfigInput> {
+        if self.backend != "s3" {
+            return Err(ApiError::Validation(format!(
+                "backend must be 's3' (any S3-compatible bucket), got '{}'",
+                self.backend
+            )));
+        }
+        let endpoint_url = match self.endpoint_url.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(endpoint) => {
+                let endpoint = endpoint.trim_end_matches('/');
+                let parsed = reqwest::Url::parse(endpoint).map_err(|error| {
+                    ApiError::Validation(format!("endpoint_url is not a valid URL: {error}"))
+                })?;
+                if !matches!(parsed.scheme(), "http" | "https")
+                    || parsed.host_str().is_none()
+                    || !matches!(parsed.path(), "" | "/")
+                    || parsed.query().is_some()
+                    || !parsed.username().is_empty()
+                {
+                    return Err(ApiError::Validation(
+                        "endpoint_url must be an http or https URL with a host and nothing \
+                         after it (no path, query or credentials)"
+                            .to_owned(),
+                    ));
+                }
+                Some(endpoint.to_owned())
+            }
+        };
+        let bucket = self.bucket.trim().to_owned();
+        let bucket_ok = (3..=63).contains(&bucket.len())
+            && bucket.chars().all(|char| {
+                char.is_ascii_lowercase() || char.is_ascii_digit() || char == '-' || char == '.'
+            })
+            && bucket.starts_with(|char: char| char.is_ascii_alphanumeric())
+            && bucket.ends_with(|char: char| char.is_ascii_alphanumeric());
+        if !bucket_ok {
+            return Err(ApiError::Validation(
+                "bucket must be an S3 bucket name: 3 to 63 lowercase letters, digits, dots or \
+                 hyphens, starting and ending with a letter or digit"
+                    .to_owned(),
+            ));
+        }
+        let region = self
+            .region
+            .map(|region| region.trim().to_owned())
+            .filter(|region| !region.is_empty())
+            .unwrap_or_else(|| "us-east-1".to_owned());
+        for (field, value, max) in [
+            ("region", &region, 64),
+            ("access_key", &self.access_key, 256),
+            ("secret_key", &self.secret_key, 1024),
+        ] {
+            if value.trim().is_empty() || value.chars().count() > max {
+                return Err(ApiError::Validation(format!(
+                    "{field} must be 1 to {max} characters"
+                )));
+            }
+        }
+        Ok(StorageConfigInput {
+            endpoint_url,
+            bucket,
+            region,
+            access_key: self.access_key.trim().to_owned(),
+            secret_key: self.secret_key,
+            force_path_style: self.force_path_style.unwrap_or(true),
+        })
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StorageConfigResponse {
+    /// True when the tenant's new files go to its own bucket; false = the platform's
+    /// storage.
+    pub configured: bool,
+    /// `s3` when configured, else `platform`.
+    pub backend: String,
+    /// Names the bucket (endpoint and bucket name); files remember it.
+    pub store_id: Option<String>,
+    pub endpoint_url: Option<String>,
+    pub bucket: Option<String>,
+    pub region: Option<String>,
+    /// The access key's last four characters, e.g. `…WXYZ`.
+    pub access_key_hint: Option<String>,
+    /// Always true when configured: the secret key is stored, never shown.
+    pub has_secret_key: bool,
+    pub force_path_style: Option<bool>,
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+impl From<Option<StorageConfigView>> for StorageConfigResponse {
+    fn from(view: Option<StorageConfigView>) -> Self {
+        match view {
+            None => Self {
+                configured: false,
+                backend: "platform".to_owned(),
+                store_id: None,
+                endpoint_url: None,
+                bucket: None,
+                region: None,
+                access_key_hint: None,
+                has_secret_key: false,
+                force_path_style: None,
+                updated_at: None,
+            },
+            Some(view) => Self {
+                configured: true,
+                backend: "s3".to_owned(),
+                store_id: Some(view.store_id),
+                endpoint_url: view.endpoint_url,
+                bucket: Some(view.bucket),
+                region: Some(view.region),
+                access_key_hint: Some(view.access_key_hint),
+                has_secret_key: true,
+                force_path_style: Some(view.force_path_style),
+                updated_at: Some(view.updated_at),
+            },
+        }
+    }
+}
+
+/// Where the tenant's new files go, without the secret key.
+#[utoipa::path(get, path = "/storage/config", tag = "settings",
+    responses((status = 200, body = StorageConfigResponse), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get_storage(
+    State(settings): State<Settings>,
+    Authenticated(agent): Authenticated,
+) -> ApiResult<Json<StorageConfigResponse>> {
+    Ok(Json(settings.storage(&agent.tenant_id)?.into()))
+}
+
+/// Sends the tenant's new files to its own S3-compatible bucket. The endpoint is checked
+/// against private addresses, then a live self-test puts, reads back and deletes a probe
+/// object under the tenant's prefix; the configuration is saved only when both pass
+/// (422 `storage_target_rejected` / `storage_self_test_failed` otherwise).
+#[utoipa::path(put, path = "/storage/config", tag = "settings",
+    request_body = StorageConfigRequest,
+    responses((status = 200, body = StorageConfigResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 422, body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn put_storage(
+    State(settings): State<Settings>,
+    Owner(agent): Owner,
+    ApiJson(request): ApiJson<StorageConfigRequest>,
+) -> ApiResult<Json<StorageConfigResponse>> {
+    let input = request.validate()?;
+    let view = settings.set_storage(&agent.tenant_id, input).await?;
+    Ok(Json(Some(view).into()))
+}
+
+/// Reverts to the platform's storage and drops the bucket's credentials. Files already in
+/// the bucket stay there; reads list them without a URL until it is configured again.
+#[utoipa::path(delete, path = "/storage/config", tag = "settings",
+    responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn delete_storage(
+    State(settings): State<Settings>,
+    Owner(agent): Owner,
+) -> ApiResult<StatusCode> {
+    settings.clear_storage(&agent.tenant_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
