@@ -640,10 +640,67 @@ pub async fn signed_memory(
     memory: &MemoryRecord,
 ) -> MemoryResponse {
     let mut response = MemoryResponse::from(memory);
-    if !response.images.is_empty() {
-        response.images = files.sign_images(tenant, &response.images).await;
-    }
+    sign_memory(files, tenant, &mut response).await;
     response
+}
+
+/// The memory's files presigned now, in place (a memory inside a larger response).
+pub async fn sign_memory(files: &Files, tenant: &TenantId, memory: &mut MemoryResponse) {
+    if !memory.images.is_empty() {
+        memory.images = files.sign_images(tenant, &memory.images).await;
+    }
+}
+
+/// Every `images` array inside a JSON result (an MCP tool's), presigned now: stored file
+/// entries get their URL, other entries stay as they are.
+pub async fn sign_nested_images(files: &Files, tenant: &TenantId, value: &mut Value) {
+    let mut found = Vec::new();
+    collect_images(value, &mut found);
+    if found.is_empty() {
+        return;
+    }
+    let mut signed = Vec::with_capacity(found.len());
+    for images in &found {
+        signed.push(files.sign_images(tenant, images).await);
+    }
+    replace_images(value, &mut signed.into_iter());
+}
+
+fn collect_images(value: &Value, found: &mut Vec<Vec<Value>>) {
+    match value {
+        Value::Object(map) => {
+            for (name, inner) in map {
+                match (name.as_str(), inner) {
+                    ("images", Value::Array(images)) => found.push(images.clone()),
+                    _ => collect_images(inner, found),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| collect_images(item, found)),
+        _ => {}
+    }
+}
+
+/// Puts the signed arrays back in the order [`collect_images`] found them.
+fn replace_images(value: &mut Value, signed: &mut impl Iterator<Item = Vec<Value>>) {
+    match value {
+        Value::Object(map) => {
+            for (name, inner) in map.iter_mut() {
+                match (name.as_str(), &mut *inner) {
+                    ("images", Value::Array(images)) => {
+                        if let Some(next) = signed.next() {
+                            *images = next;
+                        }
+                    }
+                    _ => replace_images(inner, signed),
+                }
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|item| replace_images(item, signed)),
+        _ => {}
+    }
 }
 
 /// The parts of a multipart form: files (stored as read) and the other fields.

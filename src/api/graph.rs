@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::memory::validate_importance;
-use memvault_core::{Authorizer, Graph};
+use memvault_core::{Authorizer, Files, Graph};
 use memvault_core::{RememberInput, RememberOutcome};
 use memvault_storage::{ExtractJobRecord, RememberedFact};
 use memvault_types::limits::{CONTRADICTIONS_LIMIT_MAX, REMEMBER_CONTENT_MAX_CHARS};
@@ -21,6 +21,7 @@ use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Writer};
 use super::collections::{readable, writable_or_new};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::files::sign_memory;
 use super::memories::MemoryResponse;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -256,6 +257,7 @@ pub struct ContradictionsResponse {
 pub async fn contradictions(
     State(graph): State<Graph>,
     State(authorizer): State<Authorizer>,
+    State(files): State<Files>,
     Authenticated(agent): Authenticated,
     ApiPath(collection): ApiPath<String>,
     ApiQuery(query): ApiQuery<ContradictionsQuery>,
@@ -271,18 +273,21 @@ pub async fn contradictions(
         }
     };
     let pairs = graph.contradictions(&access, limit)?;
-    Ok(Json(ContradictionsResponse {
-        contradictions: pairs
-            .iter()
-            .map(|pair| ContradictionPair {
-                current: MemoryResponse::from(&*pair.current),
-                superseded: MemoryResponse::from(&*pair.superseded),
-                superseded_at: pair.since,
-                until: pair.until,
-                slot: pair.superseded.slot.clone(),
-            })
-            .collect(),
-    }))
+    let mut contradictions: Vec<ContradictionPair> = pairs
+        .iter()
+        .map(|pair| ContradictionPair {
+            current: MemoryResponse::from(&*pair.current),
+            superseded: MemoryResponse::from(&*pair.superseded),
+            superseded_at: pair.since,
+            until: pair.until,
+            slot: pair.superseded.slot.clone(),
+        })
+        .collect();
+    for pair in &mut contradictions {
+        sign_memory(&files, &agent.tenant_id, &mut pair.current).await;
+        sign_memory(&files, &agent.tenant_id, &mut pair.superseded).await;
+    }
+    Ok(Json(ContradictionsResponse { contradictions }))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -368,12 +373,13 @@ pub struct HistoryResponse {
 pub async fn history(
     State(graph): State<Graph>,
     State(authorizer): State<Authorizer>,
+    State(files): State<Files>,
     Authenticated(agent): Authenticated,
     ApiPath((collection, memory_id)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<HistoryResponse>> {
     let access = readable(&authorizer, &agent, &collection)?;
     let history = graph.history(&access, &memory_id)?;
-    Ok(Json(HistoryResponse {
+    let mut response = HistoryResponse {
         memory_id,
         slot: history.slot,
         history: history
@@ -399,5 +405,9 @@ pub async fn history(
                 current: *current,
             })
             .collect(),
-    }))
+    };
+    for entry in &mut response.history {
+        sign_memory(&files, &agent.tenant_id, &mut entry.memory).await;
+    }
+    Ok(Json(response))
 }

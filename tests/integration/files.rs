@@ -813,3 +813,83 @@ fn a_presigned_url_stops_working_when_it_expires() {
     let again = get_memory(&client, "short", memory["id"].as_str().unwrap());
     assert_downloads(&first_url(&again), &file.1, "a URL read again");
 }
+
+#[test]
+fn mcp_tools_and_the_slot_history_show_files_with_fresh_urls() {
+    let server = files_server(|_| {});
+    let client = tenant_on(&server);
+    let collection = unique("signed-everywhere");
+    let word = unique("periwinkle").replace('-', "");
+    let file = (
+        "field-notes.txt".to_owned(),
+        b"notes from the marsh".to_vec(),
+    );
+    let memory = upload(
+        &client,
+        &collection,
+        &format!("{word} field notes with the original attached"),
+        "0.5",
+        std::slice::from_ref(&file),
+    );
+    let id = memory["id"].as_str().unwrap();
+
+    // Every way of reading the memory shows the file with a working URL and never its
+    // storage path.
+    let mut shown = Vec::new();
+    let history = expect_status(
+        client.get(&format!(
+            "/v1/memory/collections/{collection}/memories/{id}/history"
+        )),
+        200,
+    );
+    shown.push((
+        "history",
+        history["history"][0]["memory"]["images"][0].clone(),
+    ));
+    for (tool, arguments, pointer) in [
+        (
+            "get_memory",
+            json!({"collection": collection, "memory_id": id}),
+            "/images/0",
+        ),
+        (
+            "search_memory",
+            json!({"collection": collection, "query": word, "mode": "text"}),
+            "/results/0/images/0",
+        ),
+    ] {
+        let response = expect_status(
+            client
+                .request(Method::POST, "/v1/mcp")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2025-11-25")
+                .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": tool, "arguments": arguments}}))
+                .send()
+                .unwrap(),
+            200,
+        );
+        let structured = &response["result"]["structuredContent"];
+        let image = structured
+            .pointer(pointer)
+            .unwrap_or_else(|| panic!("{tool}: {response}"))
+            .clone();
+        let text = response["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            !text.contains("\"path\""),
+            "{tool} text shows the path: {text}"
+        );
+        shown.push((tool, image));
+    }
+    for (what, image) in shown {
+        assert_eq!(image["filename"], "field-notes.txt", "{what}: {image}");
+        assert!(
+            image.get("path").is_none(),
+            "{what} shows the storage path: {image}"
+        );
+        let url = image["url"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{what}: no url in {image}"));
+        assert_downloads(url, &file.1, what);
+    }
+}

@@ -39,6 +39,7 @@ use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
 use super::{schema, RpcError};
+use crate::api::files::sign_nested_images;
 use crate::api::AppState;
 use crate::error::ApiError;
 
@@ -224,11 +225,15 @@ pub async fn call(
     schema::check(&tool.input_schema, &arguments, "arguments").map_err(RpcError::invalid_params)?;
     let context = Context { state, agent };
     match (tool.run)(&context, arguments).await {
-        Ok(structured) => Ok(json!({
+        Ok(mut structured) => {
+            // Stored files are shown with URLs presigned now, as REST reads show them.
+            sign_nested_images(&state.files, &agent.tenant_id, &mut structured).await;
+            Ok(json!({
             "content": [{"type": "text", "text": structured.to_string()}],
             "structuredContent": structured,
             "isError": false,
-        })),
+            }))
+        }
         Err(ToolFailure::InvalidParams(message)) => Err(RpcError::invalid_params(message)),
         Err(ToolFailure::Failed(error)) => Ok(json!({
             "content": [{"type": "text", "text": failure_text(tool.name, error)}],
