@@ -709,9 +709,8 @@ struct Form {
     fields: Map<String, Value>,
 }
 
-/// Reads the form part by part. Parts named `files` or `file`, or with a file name, are
-/// files: each is read up to the per-file limit and stored, or counted and refused when
-/// larger. More than `max_files` files is a 422, and what was stored is removed.
+/// Reads the form part by part ([`next_part`]) and stores each file as it comes. More than
+/// `max_files` files is a 422, and what was stored is removed.
 async fn read_form(
     files: &Files,
     tenant: &TenantId,
@@ -723,60 +722,115 @@ async fn read_form(
         fields: Map::new(),
     };
     loop {
-        let field = match multipart.next_field().await {
-            Ok(Some(field)) => field,
+        let part = match next_part(&mut multipart, files.max_file_bytes()).await {
+            Ok(Some(part)) => part,
             Ok(None) => break,
             Err(error) => {
                 discard_all(files, tenant, &form.files).await;
-                return Err(multipart_error(error));
+                return Err(error);
             }
         };
-        let name = field.name().unwrap_or_default().to_owned();
-        let filename = field.file_name().map(str::to_owned);
-        if name == "files" || name == "file" || filename.is_some() {
-            if form.files.len() >= max_files {
+        match part {
+            FormPart::Field { name, text } => {
+                form.fields.insert(name, Value::String(text));
+            }
+            FormPart::File { .. } if form.files.len() >= max_files => {
                 discard_all(files, tenant, &form.files).await;
                 return Err(ApiError::Validation(format!(
                     "at most {max_files} file(s) per request"
                 )));
             }
-            let declared = field.content_type().map(str::to_owned);
-            let filename = filename.unwrap_or_else(|| "file".to_owned());
-            match read_file(field, files.max_file_bytes()).await {
-                Ok(Read::Whole(bytes)) => {
-                    let staged = files.stage(tenant, &filename, declared, bytes).await;
-                    match staged {
-                        Ok(incoming) => form.files.push(incoming),
-                        Err(error) => {
-                            discard_all(files, tenant, &form.files).await;
-                            return Err(error.into());
-                        }
-                    }
-                }
-                Ok(Read::TooLarge(size)) => form.files.push(files.refuse_oversize(&filename, size)),
+            FormPart::File {
+                filename,
+                read: Read::TooLarge(size),
+                ..
+            } => form.files.push(files.refuse_oversize(&filename, size)),
+            FormPart::File {
+                filename,
+                declared,
+                read: Read::Whole(bytes),
+            } => match files.stage(tenant, &filename, declared, bytes).await {
+                Ok(incoming) => form.files.push(incoming),
                 Err(error) => {
                     discard_all(files, tenant, &form.files).await;
-                    return Err(error);
+                    return Err(error.into());
                 }
-            }
-        } else {
-            let text = match field.text().await {
-                Ok(text) => text,
-                Err(error) => {
-                    discard_all(files, tenant, &form.files).await;
-                    return Err(multipart_error(error));
-                }
-            };
-            form.fields.insert(name, Value::String(text));
+            },
         }
     }
     Ok(form)
 }
 
-enum Read {
+/// One part of a multipart form as read.
+#[derive(Debug)]
+pub enum FormPart {
+    /// A part named `files` or `file`, or any part with a file name.
+    File {
+        filename: String,
+        declared: Option<String>,
+        read: Read,
+    },
+    /// Any other part, as text.
+    Field { name: String, text: String },
+}
+
+/// A file part's bytes, or its size when it is over the limit.
+#[derive(Debug)]
+pub enum Read {
     Whole(Bytes),
     /// Over the limit: the size seen (the part was read to its end, not kept).
     TooLarge(u64),
+}
+
+/// The next part of the form; `None` after the last. A file part is read up to `limit`
+/// bytes and kept only within it; a malformed body is a 400 or 422.
+pub async fn next_part(multipart: &mut Multipart, limit: u64) -> ApiResult<Option<FormPart>> {
+    let field = match multipart.next_field().await {
+        Ok(Some(field)) => field,
+        Ok(None) => return Ok(None),
+        Err(error) => return Err(multipart_error(error)),
+    };
+    let name = field.name().unwrap_or_default().to_owned();
+    let filename = field.file_name().map(str::to_owned);
+    if name == "files" || name == "file" || filename.is_some() {
+        let declared = field.content_type().map(str::to_owned);
+        let filename = filename.unwrap_or_else(|| "file".to_owned());
+        let read = read_file(field, limit).await?;
+        Ok(Some(FormPart::File {
+            filename,
+            declared,
+            read,
+        }))
+    } else {
+        let text = field.text().await.map_err(multipart_error)?;
+        Ok(Some(FormPart::Field { name, text }))
+    }
+}
+
+/// Every part of a multipart body (`content_type` names its boundary), each file read up
+/// to `limit` bytes: what the file routes read, without storing anything. For the fuzz
+/// target and the property test of the reader; at most `max_parts` parts are read.
+pub async fn parse_form(
+    body: Bytes,
+    content_type: &str,
+    limit: u64,
+    max_parts: usize,
+) -> ApiResult<Vec<FormPart>> {
+    use axum::extract::FromRequest;
+    let request = axum::http::Request::builder()
+        .method("POST")
+        .header(axum::http::header::CONTENT_TYPE, content_type)
+        .body(axum::body::Body::from(body))
+        .map_err(|error| ApiError::Validation(error.to_string()))?;
+    let mut multipart = Multipart::from_request(request, &()).await?;
+    let mut parts = Vec::new();
+    while parts.len() < max_parts {
+        match next_part(&mut multipart, limit).await? {
+            Some(part) => parts.push(part),
+            None => break,
+        }
+    }
+    Ok(parts)
 }
 
 async fn read_file(mut field: Field<'_>, limit: u64) -> ApiResult<Read> {
@@ -941,5 +995,137 @@ impl From<MultipartRejection> for ApiError {
             "expected a multipart/form-data body: {}",
             rejection.body_text()
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const BOUNDARY: &str = "fuzz-boundary-7f3a";
+
+    fn parse(body: Vec<u8>, limit: u64) -> ApiResult<Vec<FormPart>> {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(parse_form(
+                Bytes::from(body),
+                &format!("multipart/form-data; boundary={BOUNDARY}"),
+                limit,
+                64,
+            ))
+    }
+
+    fn part(headers: &str, body: &[u8]) -> Vec<u8> {
+        let mut bytes = format!("--{BOUNDARY}\r\n{headers}\r\n\r\n").into_bytes();
+        bytes.extend_from_slice(body);
+        bytes.extend_from_slice(b"\r\n");
+        bytes
+    }
+
+    fn end() -> Vec<u8> {
+        format!("--{BOUNDARY}--\r\n").into_bytes()
+    }
+
+    #[test]
+    fn files_fields_and_a_file_over_the_limit_are_told_apart() {
+        let mut body = part(
+            "Content-Disposition: form-data; name=\"text\"",
+            b"the memory's text",
+        );
+        body.extend(part(
+            "Content-Disposition: form-data; name=\"files\"; filename=\"a.txt\"\r\n\
+             Content-Type: text/plain",
+            b"small",
+        ));
+        body.extend(part(
+            "Content-Disposition: form-data; name=\"files\"; filename=\"big.bin\"",
+            &[7u8; 40],
+        ));
+        body.extend(part(
+            "Content-Disposition: form-data; name=\"other\"; filename=\"named.txt\"",
+            b"a named part is a file",
+        ));
+        body.extend(end());
+        let parts = parse(body, 32).unwrap();
+        assert_eq!(parts.len(), 4, "{parts:?}");
+        assert!(
+            matches!(&parts[0], FormPart::Field { name, text } if name == "text" && text == "the memory's text")
+        );
+        assert!(matches!(
+            &parts[1],
+            FormPart::File { filename, declared: Some(declared), read: Read::Whole(bytes) }
+                if filename == "a.txt" && declared == "text/plain" && bytes.as_ref() == b"small"
+        ));
+        assert!(matches!(
+            &parts[2],
+            FormPart::File {
+                read: Read::TooLarge(40),
+                ..
+            }
+        ));
+        assert!(matches!(&parts[3], FormPart::File { filename, .. } if filename == "named.txt"));
+    }
+
+    #[test]
+    fn malformed_bodies_are_client_errors() {
+        for body in [
+            b"not multipart at all".to_vec(),
+            format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nno end")
+                .into_bytes(),
+            part("Content-Type: text/plain", b"a part with no disposition"),
+            Vec::new(),
+        ] {
+            match parse(body.clone(), 1024) {
+                Ok(_) => {}
+                Err(error) => {
+                    let status = error.status().as_u16();
+                    assert!(
+                        (400..500).contains(&status),
+                        "{status} for {:?}",
+                        String::from_utf8_lossy(&body)
+                    );
+                }
+            }
+        }
+        // A field that is not UTF-8 is read lossily, not refused.
+        let mut body = part(
+            "Content-Disposition: form-data; name=\"text\"",
+            &[b'o', b'k', 0xff],
+        );
+        body.extend(end());
+        let parts = parse(body, 1024).unwrap();
+        assert!(matches!(&parts[0], FormPart::Field { text, .. } if text.starts_with("ok")));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Any bytes after a boundary: parts or a 4xx, never a panic or a 5xx, and no
+        /// file kept over the limit.
+        #[test]
+        fn the_reader_never_panics_and_never_keeps_more_than_the_limit(
+            noise in prop::collection::vec(any::<u8>(), 0..512),
+            headers in "[ -~]{0,80}",
+            limit in 0u64..64,
+        ) {
+            let mut body = format!("--{BOUNDARY}\r\n{headers}\r\n\r\n").into_bytes();
+            body.extend_from_slice(&noise);
+            match parse(body, limit) {
+                Ok(parts) => {
+                    for part in parts {
+                        if let FormPart::File { read: Read::Whole(bytes), .. } = part {
+                            prop_assert!(bytes.len() as u64 <= limit);
+                        }
+                    }
+                }
+                Err(error) => {
+                    let status = error.status().as_u16();
+                    prop_assert!((400..500).contains(&status), "{}", status);
+                }
+            }
+        }
     }
 }
