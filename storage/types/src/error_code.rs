@@ -55,6 +55,8 @@ make_error_codes! {
     OwnerKeyRequired = ("owner_key_required", 403, "Only the tenant's owner key may manage keys, grants, webhooks and settings.");
     AdminKeyRequired = ("admin_key_required", 403, "The endpoint needs the owner key of an admin-flagged tenant.");
     NoGrant = ("no_grant", 403, "The collection is restricted and the agent has no grant with the needed permission on it.");
+    BadSignature = ("bad_signature", 403, "The presigned URL's signature does not match its key, method and expiry.");
+    UrlExpired = ("url_expired", 403, "The presigned URL has expired; read the memory again for a fresh one.");
     RouteNotFound = ("route_not_found", 404, "No endpoint has this path.");
     TenantNotFound = ("tenant_not_found", 404, "No such tenant.");
     CollectionNotFound = ("collection_not_found", 404, "No such collection in this tenant.");
@@ -76,8 +78,6 @@ make_error_codes! {
     OwnerKeyNotRevocable = ("owner_key_not_revocable", 409, "The owner key cannot be revoked; rotate it instead.");
     PayloadTooLarge = ("payload_too_large", 413, "The request body is larger than the server accepts.");
     FileTooLarge = ("file_too_large", 413, "A file is over the per-file upload limit (10 MiB).");
-    BadSignature = ("bad_signature", 403, "The presigned URL's signature does not match its key, method and expiry.");
-    UrlExpired = ("url_expired", 403, "The presigned URL has expired; read the memory again for a fresh one.");
     InvalidBody = ("invalid_body", 422, "The request body is missing, not JSON, or does not have the documented shape.");
     InvalidQuery = ("invalid_query", 422, "A query parameter is malformed.");
     InvalidPath = ("invalid_path", 422, "A path parameter is malformed.");
