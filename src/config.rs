@@ -93,6 +93,12 @@ pub struct FilesConfig {
     pub transcription_model: String,
     /// The environment variable holding the endpoint's API key (unset: no key sent).
     pub transcription_api_key_env: String,
+    /// An OpenAI-compatible API base (`/chat/completions` is appended) with a
+    /// vision-capable model that captions images (besides OCR); unset, no captions.
+    pub vision_base_url: Option<String>,
+    pub vision_model: String,
+    /// The environment variable holding the vision endpoint's API key.
+    pub vision_api_key_env: String,
 }
 
 impl Default for FilesConfig {
@@ -109,6 +115,9 @@ impl Default for FilesConfig {
             transcription_base_url: None,
             transcription_model: "whisper-1".to_owned(),
             transcription_api_key_env: "MEMVAULT_TRANSCRIPTION_API_KEY".to_owned(),
+            vision_base_url: None,
+            vision_model: "gpt-4o-mini".to_owned(),
+            vision_api_key_env: "MEMVAULT_VISION_API_KEY".to_owned(),
         }
     }
 }

@@ -120,6 +120,16 @@ pub fn file_settings(config: &Config) -> FileSettings {
                 timeout: Duration::from_secs(files.worker_wall_secs.max(30)),
             }
         }),
+        vision: files.vision_base_url.clone().map(|base_url| {
+            memvault_core::files::VisionEndpoint {
+                base_url,
+                model: files.vision_model.clone(),
+                api_key: std::env::var(&files.vision_api_key_env)
+                    .ok()
+                    .filter(|key| !key.is_empty()),
+                timeout: Duration::from_secs(120),
+            }
+        }),
         ..FileSettings::default()
     }
 }

@@ -68,7 +68,8 @@ pub struct FileResultResponse {
     /// `done`, `duplicate` (the same bytes are stored already in the collection: its
     /// memories are named, nothing is stored twice) or `failed`.
     pub status: String,
-    /// What the file was read as, by content: `pdf`, `docx`, `png`, `wav`, ...
+    /// What the file was read as, by content: `pdf`, `docx`, `png`, `wav`, ...; null only
+    /// for a file refused before it was stored (empty, over the size limit).
     pub kind: Option<String>,
     pub size: u64,
     /// The memories made from the file (one per chunk; one for a folder upload).

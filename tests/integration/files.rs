@@ -447,6 +447,8 @@ fn a_file_that_crashes_or_hangs_its_worker_fails_alone() {
                 "worker_crashed"
             };
             assert_eq!(result["code"], code, "{result:#}");
+            // What the file is, by content, even though reading it failed.
+            assert_eq!(result["kind"], "text", "{result:#}");
             check_failure(name, result["detail"].as_str().unwrap_or_default());
         }
     }

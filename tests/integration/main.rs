@@ -13,6 +13,7 @@ mod files;
 mod files_s3;
 mod files_storage;
 mod files_transcription;
+mod files_vision;
 mod graph;
 mod history;
 mod ingest_worker;

@@ -12,6 +12,8 @@
 //!   the self-test a bucket passes before it is saved.
 //! - `transcription.rs`: [`TranscriptionEndpoint`], speech to text by an OpenAI-compatible
 //!   `/audio/transcriptions` endpoint when one is configured.
+//! - `vision.rs`: [`VisionEndpoint`], image captions by a vision-capable OpenAI-compatible
+//!   chat model when one is configured.
 //!
 //! The use cases (drop, presign, complete, upload, folder, images, downloads) are
 //! `crate::service::Files`.
@@ -23,6 +25,7 @@ mod reader;
 mod settings;
 mod storage;
 mod transcription;
+mod vision;
 
 pub use attachment::{Attachment, SignedAttachment};
 pub use chunk::{cap_chars, Chunk, Chunker};
@@ -31,3 +34,4 @@ pub use reader::{FileReader, ReadFailure};
 pub use settings::{EngineSource, FileSettings, WorkerProgram};
 pub use storage::{open_bucket, s3_config, self_test, store_id, PlacedStore, TenantStores};
 pub use transcription::TranscriptionEndpoint;
+pub use vision::VisionEndpoint;

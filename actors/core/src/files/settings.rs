@@ -44,6 +44,8 @@ pub struct FileSettings {
     pub batch_retention: Duration,
     /// Audio goes here instead of the offline model, when set.
     pub transcription: Option<super::TranscriptionEndpoint>,
+    /// Images are captioned here (besides OCR), when set.
+    pub vision: Option<super::VisionEndpoint>,
 }
 
 impl fmt::Debug for FileSettings {
@@ -75,6 +77,7 @@ impl Default for FileSettings {
             item_deadline: Duration::from_secs(15 * 60),
             batch_retention: Duration::from_secs(7 * 24 * 3600),
             transcription: None,
+            vision: None,
         }
     }
 }

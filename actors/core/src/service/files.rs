@@ -358,13 +358,16 @@ impl Files {
             Err(Outcome::Failed { code, reason }) => {
                 self.delete_blob(access.tenant(), staged.store.as_deref(), &staged.path)
                     .await;
-                Ok(failed_result(
-                    staged.filename.clone(),
-                    Some(staged.file_id.clone()),
-                    staged.size,
-                    code,
-                    reason,
-                ))
+                Ok(FileResult {
+                    kind: Some(staged.kind.name().to_owned()),
+                    ..failed_result(
+                        staged.filename.clone(),
+                        Some(staged.file_id.clone()),
+                        staged.size,
+                        code,
+                        reason,
+                    )
+                })
             }
         }
     }
@@ -734,13 +737,16 @@ impl Files {
                 Err(Outcome::Failed { code, reason }) => {
                     self.delete_blob(access.tenant(), staged.store.as_deref(), &staged.path)
                         .await;
-                    failed_result(
-                        staged.filename.clone(),
-                        Some(staged.file_id.clone()),
-                        staged.size,
-                        code,
-                        reason,
-                    )
+                    FileResult {
+                        kind: Some(staged.kind.name().to_owned()),
+                        ..failed_result(
+                            staged.filename.clone(),
+                            Some(staged.file_id.clone()),
+                            staged.size,
+                            code,
+                            reason,
+                        )
+                    }
                 }
             };
             results.push(result);
@@ -1062,6 +1068,24 @@ impl Files {
                 Err(reason) => extracted
                     .notes
                     .push(format!("the transcription endpoint failed: {reason}")),
+            }
+        }
+        if let (Kind::Image(_), Some(endpoint)) = (staged.kind, &self.settings().vision) {
+            match endpoint.caption(&staged.bytes, staged.kind.mime()).await {
+                Ok(caption) => {
+                    // Before the OCR text: the caption says what the image is.
+                    let prefix = format!("Caption: {caption}\n\n");
+                    extracted.text.insert_str(0, &prefix);
+                    for section in &mut extracted.sections {
+                        section.range =
+                            section.range.start + prefix.len()..section.range.end + prefix.len();
+                    }
+                    extracted.notes.push(format!(
+                        "captioned by {} ({})",
+                        endpoint.base_url, endpoint.model
+                    ));
+                }
+                Err(reason) => extracted.notes.push(format!("no caption: {reason}")),
             }
         }
         memories_of(&self.chunker(), staged, extracted, context)
