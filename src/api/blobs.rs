@@ -4,7 +4,7 @@
 //! `X-Content-Type-Options: nosniff`, so an uploaded HTML page is never rendered inline.
 
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use memvault_core::Files;
@@ -14,6 +14,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::audit::{Audit, AuditRoutes};
+use super::extract::ApiQuery;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
@@ -24,19 +25,22 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(upload).audit(Audit::Change("blob.upload")))
 }
 
-/// The credential of a presigned URL.
+/// The credential of a presigned URL. `expires` is read as text: a value that is not a
+/// Unix time memvault could have signed is a bad signature (403), like a wrong `sig`.
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct Presigned {
     /// Unix seconds after which the URL no longer works.
-    pub expires: Option<i64>,
+    #[param(value_type = Option<i64>)]
+    pub expires: Option<String>,
     /// Hex HMAC-SHA256 of the method, the key and `expires`.
     pub sig: Option<String>,
 }
 
 impl Presigned {
     fn parts(&self) -> ApiResult<(i64, &str)> {
-        match (self.expires, self.sig.as_deref()) {
-            (Some(expires), Some(sig)) => Ok((expires, sig)),
+        let expires = self.expires.as_deref().map(str::parse::<i64>);
+        match (expires, self.sig.as_deref()) {
+            (Some(Ok(expires)), Some(sig)) => Ok((expires, sig)),
             _ => Err(ApiError::Service(memvault_core::Error::BadSignature)),
         }
     }
@@ -46,11 +50,12 @@ impl Presigned {
 #[utoipa::path(get, path = "/blobs/{*key}", tag = "files",
     params(("key" = String, Path, description = "the blob's key: tenant and path"), Presigned),
     responses((status = 200, description = "the file's exact bytes, as an attachment", content_type = "application/octet-stream"),
-        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
 pub async fn download(
     State(files): State<Files>,
     Path(key): Path<String>,
-    Query(presigned): Query<Presigned>,
+    ApiQuery(presigned): ApiQuery<Presigned>,
 ) -> ApiResult<Response> {
     let (expires, sig) = presigned.parts()?;
     let download = files.download(&key, expires, sig).await?;
@@ -85,11 +90,11 @@ pub async fn download(
     params(("key" = String, Path, description = "the blob's key: tenant and path"), Presigned),
     request_body(content = Vec<u8>, content_type = "application/octet-stream"),
     responses((status = 200, description = "stored"), (status = 403, body = ErrorBody),
-        (status = 413, body = ErrorBody)))]
+        (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn upload(
     State(files): State<Files>,
     Path(key): Path<String>,
-    Query(presigned): Query<Presigned>,
+    ApiQuery(presigned): ApiQuery<Presigned>,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<StatusCode> {

@@ -307,6 +307,9 @@ pub async fn presign(
 ) -> ApiResult<Json<PresignResponse>> {
     let access = writable_or_new(&authorizer, &agent, &collection)?;
     check_count(items.len())?;
+    for (index, item) in items.iter().enumerate() {
+        check_size(index, Some(item.size))?;
+    }
     let specs = items
         .into_iter()
         .map(|item| UploadSpec {
@@ -339,6 +342,18 @@ pub async fn presign(
         }
     }
     Ok(Json(response))
+}
+
+/// A declared size must fit the schema's integer (`int64`); anything above the per-file
+/// limit is then refused per file, with a reason.
+fn check_size(index: usize, size: Option<u64>) -> ApiResult<()> {
+    match size {
+        Some(size) if size > i64::MAX as u64 => Err(ApiError::Validation(format!(
+            "[{index}].size must be at most {}, got {size}",
+            i64::MAX
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// A file uploaded through a presigned URL.
@@ -386,6 +401,9 @@ pub async fn complete(
 ) -> ApiResult<(StatusCode, Json<CompleteResponse>)> {
     let access = writable_or_new(&authorizer, &agent, &collection)?;
     check_count(items.len())?;
+    for (index, item) in items.iter().enumerate() {
+        check_size(index, item.size)?;
+    }
     let uploads = items
         .into_iter()
         .map(|item| CompletedUpload {
@@ -794,8 +812,13 @@ pub async fn next_part(multipart: &mut Multipart, limit: u64) -> ApiResult<Optio
     let name = field.name().unwrap_or_default().to_owned();
     let filename = field.file_name().map(str::to_owned);
     if name == "files" || name == "file" || filename.is_some() {
+        let Some(filename) = filename else {
+            return Err(ApiError::Validation(format!(
+                "the part '{name}' must be a file upload: its Content-Disposition needs a \
+                 filename"
+            )));
+        };
         let declared = field.content_type().map(str::to_owned);
-        let filename = filename.unwrap_or_else(|| "file".to_owned());
         let read = read_file(field, limit).await?;
         Ok(Some(FormPart::File {
             filename,

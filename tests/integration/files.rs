@@ -895,3 +895,60 @@ fn mcp_tools_and_the_slot_history_show_files_with_fresh_urls() {
         assert_downloads(url, &file.1, what);
     }
 }
+
+#[test]
+fn malformed_file_requests_are_client_errors_and_store_nothing() {
+    let server = files_server(|_| {});
+    let client = tenant_on(&server);
+    let collection = unique("malformed");
+    // A `files` part that is not a file upload (no filename).
+    let boundary = "memvault-malformed-boundary";
+    let body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"files\"\r\n\r\n{{}}\r\n\
+         --{boundary}--\r\n"
+    );
+    for path in ["drop", "memories/folder"] {
+        let response = client
+            .request(
+                Method::POST,
+                &format!("/v1/memory/collections/{collection}/{path}"),
+            )
+            .header(
+                "content-type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(body.clone())
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), 422, "{path}");
+        let error: Value = response.json().unwrap();
+        assert_eq!(error["code"], "validation_failed", "{path}: {error}");
+    }
+    // Sizes beyond the schema's integer.
+    let huge = json!([{"filename": "a.txt", "key": "x", "size": 9_223_372_036_854_775_808u64}]);
+    for path in ["drop/presign", "drop/complete"] {
+        let mut item = huge[0].clone();
+        if path == "drop/presign" {
+            item.as_object_mut().unwrap().remove("key");
+        }
+        let response = client.post(
+            &format!("/v1/memory/collections/{collection}/{path}"),
+            &json!([item]),
+        );
+        assert_eq!(response.status(), 422, "{path}");
+    }
+    // Nothing was stored: the collection a first file would have made does not exist.
+    let response = client.get(&format!("/v1/memory/collections/{collection}/memories"));
+    assert_eq!(response.status(), 404);
+    // A presigned URL whose expiry is not a signable time is a bad signature.
+    for method in [Method::GET, Method::PUT] {
+        let response = Client::anonymous()
+            .request(
+                method.clone(),
+                "/v1/blobs/0?expires=9223372036854775808&sig=00",
+            )
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), 403, "{method}");
+    }
+}
