@@ -497,8 +497,8 @@ pub async fn delete_batch_item(
 pub struct UploadForm {
     /// The memory's text (1 to 10,000 characters); without it the file names.
     pub text: Option<String>,
-    /// Files to attach, each a part named `files` (any number).
-    #[schema(value_type = Vec<String>, format = Binary)]
+    /// Files to attach, each a part named `files` (any number, none included).
+    #[schema(value_type = Vec<String>, format = Binary, required = false)]
     pub files: Vec<Vec<u8>>,
     pub importance: Option<f64>,
     pub category: Option<String>,
