@@ -10,7 +10,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use crate::support::{expect_status, start_in_process, tenant_on, unique};
+use crate::support::{expect_status, serve_fake, start_in_process, tenant_on, unique};
 
 #[derive(Default)]
 struct Seen {
@@ -48,22 +48,10 @@ async fn transcriptions(
 
 /// Starts the fake endpoint on a thread of its own; its base URL.
 fn fake_endpoint(seen: Arc<Mutex<Seen>>) -> String {
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            sender.send(listener.local_addr().unwrap()).unwrap();
-            let app = Router::new()
-                .route("/v1/audio/transcriptions", post(transcriptions))
-                .with_state(seen);
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    format!("http://{}/v1", receiver.recv().unwrap())
+    let app = Router::new()
+        .route("/v1/audio/transcriptions", post(transcriptions))
+        .with_state(seen);
+    format!("http://{}/v1", serve_fake(app))
 }
 
 #[test]

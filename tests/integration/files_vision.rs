@@ -12,7 +12,7 @@ use axum::{Json, Router};
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use crate::support::{expect_status, start_in_process, tenant_on, unique, Client};
+use crate::support::{expect_status, serve_fake, start_in_process, tenant_on, unique, Client};
 
 const CAPTION: &str = "A ring-tailed coati foraging on a forest floor.";
 
@@ -52,22 +52,10 @@ async fn completions(
 
 /// Starts the fake model on a thread of its own; its base URL.
 fn fake_model(seen: Arc<Mutex<Seen>>, fail: bool) -> String {
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            sender.send(listener.local_addr().unwrap()).unwrap();
-            let app = Router::new()
-                .route("/v1/chat/completions", post(completions))
-                .with_state((seen, fail));
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    format!("http://{}/v1", receiver.recv().unwrap())
+    let app = Router::new()
+        .route("/v1/chat/completions", post(completions))
+        .with_state((seen, fail));
+    format!("http://{}/v1", serve_fake(app))
 }
 
 fn coati() -> Vec<u8> {

@@ -382,3 +382,25 @@ pub fn temp_data_dir() -> (tempfile::TempDir, PathBuf) {
     let path = directory.path().join("data");
     (directory, path)
 }
+
+/// Serves `app` (a local fake of an outside API) on 127.0.0.1 in a thread of its own for
+/// the rest of the test process; its address.
+pub fn serve_fake(app: axum::Router) -> SocketAddr {
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime for the fake");
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("a port for the fake");
+            sender
+                .send(listener.local_addr().expect("its address"))
+                .expect("the test waits");
+            axum::serve(listener, app).await.expect("the fake serves");
+        });
+    });
+    receiver.recv().expect("the fake started")
+}
