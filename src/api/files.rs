@@ -552,11 +552,20 @@ pub struct FolderResponse {
     pub failed: usize,
 }
 
+/// The multipart form of a folder upload: files only (other fields are ignored).
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct FolderForm {
+    /// The files, each a part named `files` (1 to 50).
+    #[schema(value_type = Vec<String>, format = Binary)]
+    pub files: Vec<Vec<u8>>,
+}
+
 /// One memory per file (at most 50): the file's text, cut to the memory limit, with the
 /// file attached.
 #[utoipa::path(post, path = "/folder", tag = "files",
     params(("collection" = String, Path)),
-    request_body(content = DropForm, content_type = "multipart/form-data"),
+    request_body(content = FolderForm, content_type = "multipart/form-data"),
     responses((status = 201, body = FolderResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
