@@ -25,6 +25,17 @@ pub struct Config {
     pub log: LogConfig,
     pub blobs: BlobsConfig,
     pub files: FilesConfig,
+    pub internal: InternalConfig,
+}
+
+/// Endpoints for memvault's own other processes (DESIGN.md runtime contract, Internal
+/// embed).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct InternalConfig {
+    /// The shared secret `POST /v1/memory/_internal/embed` takes in
+    /// `X-Memvault-Internal-Secret`; unset, the endpoint answers 503.
+    pub embed_secret: Option<String>,
 }
 
 /// Where files are stored (DESIGN.md runtime contract, Blobs).

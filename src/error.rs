@@ -59,6 +59,15 @@ pub enum ApiError {
     /// Over the key's rate limit; the rate limiter adds `Retry-After`.
     #[error("{0}")]
     RateLimited(String),
+    /// An internal endpoint called without the shared secret, or with a wrong one.
+    #[error(
+        "this internal endpoint needs the shared secret in the X-Memvault-Internal-Secret \
+         header"
+    )]
+    InternalSecretInvalid,
+    /// An internal endpoint whose shared secret the server has not been given.
+    #[error("{0}")]
+    InternalNotConfigured(String),
     /// The cause is logged; the client sees only "internal error".
     #[error("{0}")]
     Internal(String),
@@ -84,6 +93,8 @@ impl ApiError {
             ApiError::InvalidPath(_) => ErrorCode::InvalidPath,
             ApiError::Validation(_) => ErrorCode::ValidationFailed,
             ApiError::RateLimited(_) => ErrorCode::RateLimited,
+            ApiError::InternalSecretInvalid => ErrorCode::InternalSecretInvalid,
+            ApiError::InternalNotConfigured(_) => ErrorCode::InternalNotConfigured,
             ApiError::Internal(_) => ErrorCode::InternalError,
         }
     }
@@ -274,6 +285,8 @@ mod tests {
         let edge = [
             ApiError::BodyUnreadable(text()),
             ApiError::MissingApiKey(text()),
+            ApiError::InternalSecretInvalid,
+            ApiError::InternalNotConfigured(text()),
             ApiError::InvalidApiKey(text()),
             ApiError::OwnerKeyRequired,
             ApiError::AdminKeyRequired,

@@ -229,7 +229,10 @@ pub async fn start_service_with_clock(
         status,
         config.server.max_body_bytes,
         RateLimits::from_config(&config.rate_limit),
-    );
+    )
+    .with_internal_secrets(crate::api::internal::InternalSecrets {
+        embed: config.internal.embed_secret.as_deref().map(Arc::from),
+    });
     Ok(Started {
         service,
         state,

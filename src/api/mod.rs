@@ -11,6 +11,7 @@ pub mod extract;
 pub mod files;
 pub mod grants;
 pub mod graph;
+pub mod internal;
 pub mod keys;
 pub mod maintenance;
 pub mod mcp;
@@ -35,8 +36,8 @@ use axum::Router;
 use memvault_core::pageviews::Pageviews;
 use memvault_core::status::StatusMonitor;
 use memvault_core::{
-    AuditTrail, Authorizer, Collections, Files, Graph, Keys, Maintenance, Memories, Memvault,
-    Operator, Proxy, Search, Settings, Tenants,
+    AuditTrail, Authorizer, Collections, Files, Graph, Internal, Keys, Maintenance, Memories,
+    Memvault, Operator, Proxy, Search, Settings, Tenants,
 };
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
@@ -71,6 +72,10 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// Per-key request limits and their counters.
     pub rate_limits: Arc<RateLimits>,
+    pub internal: Internal,
+    /// The shared secrets of the internal endpoints (none by default: they answer 503).
+    #[from_ref(skip)]
+    pub internal_secrets: internal::InternalSecrets,
 }
 
 impl AppState {
@@ -98,7 +103,15 @@ impl AppState {
             pageviews: Arc::new(Pageviews::default()),
             max_body_bytes,
             rate_limits: Arc::new(rate_limits),
+            internal: service.internal(),
+            internal_secrets: internal::InternalSecrets::default(),
         }
+    }
+
+    /// With the internal endpoints' shared secrets (config `[internal]`).
+    pub fn with_internal_secrets(mut self, secrets: internal::InternalSecrets) -> Self {
+        self.internal_secrets = secrets;
+        self
     }
 }
 
@@ -157,6 +170,7 @@ fn memory_routes() -> OpenApiRouter<AppState> {
         .merge(files::batch_routes())
         .merge(keys::routes())
         .merge(settings::routes())
+        .merge(internal::routes())
         .merge(storage::routes())
         .nest("/webhook", webhooks::routes())
 }

@@ -17,6 +17,7 @@ mod files_vision;
 mod graph;
 mod history;
 mod ingest_worker;
+mod internal;
 mod isolation;
 mod keys;
 mod llm;

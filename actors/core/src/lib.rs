@@ -53,4 +53,4 @@ pub use service::{
     BlobBackend, CompletedUpload, Download, FileResult, Files, Incoming, StagedFile, UploadSpec,
     UploadTicket,
 };
-pub use service::{StorageConfigInput, StorageConfigView};
+pub use service::{EmbeddedTexts, Internal, StorageConfigInput, StorageConfigView};

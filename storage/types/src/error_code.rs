@@ -50,6 +50,7 @@ macro_rules! make_error_codes {
 make_error_codes! {
     BodyUnreadable = ("body_unreadable", 400, "The request body could not be read (the connection failed or the body is not valid for its encoding).");
     MissingApiKey = ("missing_api_key", 401, "No API key: the Authorization header is missing or has nothing after 'Bearer'.");
+    InternalSecretInvalid = ("internal_secret_invalid", 401, "An internal endpoint was called without its shared secret (X-Memvault-Internal-Secret) or with a wrong one.");
     InvalidApiKey = ("invalid_api_key", 401, "The Authorization header is not 'Bearer mv_...', or the key is unknown, revoked or expired.");
     ReadOnlyKey = ("read_only_key", 403, "A read-only key tried to write.");
     OwnerKeyRequired = ("owner_key_required", 403, "Only the tenant's owner key may manage keys, grants, webhooks and settings.");
@@ -98,6 +99,7 @@ make_error_codes! {
     EmbeddingModelUnavailable = ("embedding_model_unavailable", 503, "The model that built the collection's vectors cannot run on this server; the collection is being re-embedded with the configured model, retry when that is done.");
     ExtractionUnavailable = ("extraction_unavailable", 503, "The extraction queue is not running.");
     StorageUnavailable = ("storage_unavailable", 503, "The file storage (local directory or S3 bucket) failed; retry shortly.");
+    InternalNotConfigured = ("internal_not_configured", 503, "The internal endpoint is off: the server has no shared secret for it (e.g. internal.embed_secret).");
     EncryptionKeyMissing = ("encryption_key_missing", 503, "The server has no encryption key, so it cannot store credentials.");
     LlmKeyUnreadable = ("llm_key_unreadable", 503, "The tenant's stored LLM key cannot be decrypted.");
     LlmNotConfigured = ("llm_not_configured", 503, "No LLM is configured for the call.");

@@ -53,13 +53,15 @@ pub(super) const OWN_SUITES: [(&str, &str); 13] = [
 /// file a presigned URL's signature names (`/v1/blobs/{key}`; tampered, expired and
 /// other-key URLs are refused in tests/integration/files.rs and the `files` conformance
 /// area).
-pub(super) const PUBLIC: [(&str, &str); 6] = [
+pub(super) const PUBLIC: [(&str, &str); 7] = [
     ("GET", "/v1/memory/health"),
     ("GET", "/v1/status"),
     ("POST", "/v1/pulse"),
     ("POST", "/v1/track"),
     ("GET", "/v1/blobs/{key}"),
     ("PUT", "/v1/blobs/{key}"),
+    // A shared secret, not a key: tests/integration/internal.rs.
+    ("POST", "/v1/memory/_internal/embed"),
 ];
 
 /// The webhook the owner's own case sets: a public address literal, so the SSRF guard

@@ -8,6 +8,7 @@ mod changes;
 mod collections;
 mod files;
 pub mod intelligence;
+mod internal;
 mod keys;
 mod maintenance;
 mod memories;
@@ -38,6 +39,7 @@ pub use files::{
     CompletedUpload, Download, FileResult, Files, Incoming, StagedFile, UploadSpec, UploadTicket,
 };
 pub use intelligence::{IntelligenceConfig, ModelPrice, Purpose};
+pub use internal::{EmbeddedTexts, Internal};
 pub use keys::{Keys, NewKey};
 pub use maintenance::{CollectionReport, EmbeddingStatus, Maintenance, ServiceHealth};
 pub use memories::{ListPage, Memories};
@@ -519,6 +521,11 @@ impl Memvault {
     /// The tenant's settings: extraction LLM, spend cap, webhook.
     pub fn settings(&self) -> Settings {
         Settings { root: self.clone() }
+    }
+
+    /// What memvault's own other processes call (internal embed).
+    pub fn internal(&self) -> Internal {
+        Internal { root: self.clone() }
     }
 
     /// What the operator sees: usage, signups, jobs, restarts, request metrics.
