@@ -44,8 +44,11 @@ pub use records::{
     JobState, MemoryRecord, RememberedFact, StagedEmbedding, StoredMemory, Suspension, TenantId,
     TenantRecord, TenantSettings, UsageRow,
 };
-pub use records::{AuditEntry, OutboxDelivery, StorageConfigRecord, WebhookRecord};
+pub use records::{
+    AuditEntry, MailRecord, OutboxDelivery, RevealPurpose, RevealRecord, StorageConfigRecord,
+    WebhookRecord,
+};
 pub use sled_store::SledStore;
 pub use store::{
-    AuditStore, IngestStore, JobStore, MemoryStore, MetaStore, OutboxStore, ReembedStore, Store,
+    AccountStore, AuditStore, IngestStore, JobStore, MemoryStore, MetaStore, OutboxStore, ReembedStore, Store,
 };

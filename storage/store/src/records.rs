@@ -649,3 +649,45 @@ impl IngestBatchRecord {
         self.items.iter().all(|item| item.state.is_finished())
     }
 }
+
+/// One outgoing mail waiting to be sent (the mail queue). Written before the first
+/// attempt and removed once sent or given up, so a crash loses no mail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MailRecord {
+    /// The mail's id: its Message-ID and its outbox file name, the same on every attempt.
+    pub id: String,
+    /// The tenant it is about, when there is one (erasure drops its queued mail).
+    pub tenant_id: Option<TenantId>,
+    pub to: String,
+    pub subject: String,
+    pub text: String,
+    pub html: Option<String>,
+    /// Failed attempts so far.
+    #[serde(default)]
+    pub attempts: u32,
+    pub next_attempt_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// What a one-time reveal link is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RevealPurpose {
+    /// The first key of a tenant made by signup.
+    Signup,
+    /// A new owner key for a tenant whose owner asked to recover it.
+    Recover,
+}
+
+/// A one-time reveal link, stored by the SHA-256 of its token (the token itself is only
+/// in the mail). Taking it removes it: a link reveals once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RevealRecord {
+    /// Hex SHA-256 of the token.
+    pub token_hash: String,
+    pub tenant_id: TenantId,
+    pub purpose: RevealPurpose,
+    pub created_at: DateTime<Utc>,
+    /// Not revealed at or after this.
+    pub expires_at: DateTime<Utc>,
+}

@@ -1,9 +1,11 @@
 //! The embedded default: one sled database.
 //!
-//! Three trees. `tenants` maps a tenant id to its record. `outbox` holds the webhook
+//! Four trees. `tenants` maps a tenant id to its record. `outbox` holds the webhook
 //! deliveries not yet delivered under `{tenant}/{delivery}` (a tree of its own, so that
 //! loading every pending delivery at start-up scans only those; a tenant's are found by
-//! its prefix). `data` holds everything else under keys that start with the tenant id, so
+//! its prefix). `account` holds the outgoing mail queue under `mail/{id}` and the
+//! one-time reveal links under `reveal/{token hash}` (neither is reached through a tenant
+//! prefix: a reveal link is found by its token alone). `data` holds everything else under keys that start with the tenant id, so
 //! that no key of one tenant can be read through another's prefix:
 //!
 //! ```text
@@ -37,11 +39,11 @@ use sled::{Batch, Db, Tree};
 use crate::error::{Result, StorageError};
 use crate::records::{
     ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmbeddingModel, ExtractJobRecord,
-    IngestBatchRecord, MemoryRecord, OutboxDelivery, StagedEmbedding, StoredMemory, TenantId,
+    IngestBatchRecord, MailRecord, MemoryRecord, OutboxDelivery, RevealRecord, StagedEmbedding, StoredMemory, TenantId,
     TenantRecord, TenantSettings, UsageRow,
 };
 use crate::store::{
-    AuditStore, IngestStore, JobStore, MemoryStore, MetaStore, OutboxStore, ReembedStore,
+    AccountStore, AuditStore, IngestStore, JobStore, MemoryStore, MetaStore, OutboxStore, ReembedStore,
 };
 
 pub struct SledStore {
@@ -52,6 +54,8 @@ pub struct SledStore {
     data: Tree,
     /// Webhook deliveries not yet delivered, under `{tenant}/{delivery}`.
     outbox: Tree,
+    /// The mail queue and the reveal links (see the module docs).
+    account: Tree,
 }
 
 impl SledStore {
@@ -63,11 +67,13 @@ impl SledStore {
         let tenants = db.open_tree("tenants")?;
         let data = db.open_tree("data")?;
         let outbox = db.open_tree("outbox")?;
+        let account = db.open_tree("account")?;
         Ok(Self {
             db,
             tenants,
             data,
             outbox,
+            account,
         })
     }
 
@@ -687,6 +693,105 @@ impl OutboxStore for SledStore {
             self.flush()?;
         }
         Ok(removed)
+    }
+}
+
+const MAIL_PREFIX: &str = "mail/";
+const REVEAL_PREFIX: &str = "reveal/";
+
+impl SledStore {
+    /// Every record of the account tree under `prefix`.
+    fn account_records<T: DeserializeOwned>(&self, prefix: &str) -> Result<Vec<T>> {
+        self.account
+            .scan_prefix(prefix)
+            .map(|entry| {
+                let (key, value) = entry?;
+                decode_json::<T>(&key, &value)
+            })
+            .collect()
+    }
+
+    /// Removes the account records under `prefix` that `doomed` picks.
+    fn remove_account_records<T: DeserializeOwned>(
+        &self,
+        prefix: &str,
+        doomed: impl Fn(&T) -> bool,
+    ) -> Result<usize> {
+        let mut batch = Batch::default();
+        let mut removed = 0;
+        for entry in self.account.scan_prefix(prefix) {
+            let (key, value) = entry?;
+            if doomed(&decode_json::<T>(&key, &value)?) {
+                batch.remove(key);
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            self.account.apply_batch(batch)?;
+            self.flush()?;
+        }
+        Ok(removed)
+    }
+}
+
+impl AccountStore for SledStore {
+    fn put_mail(&self, mail: &MailRecord) -> Result<()> {
+        self.put_json(&self.account, format!("{MAIL_PREFIX}{}", mail.id), mail)
+    }
+
+    fn mail(&self, id: &str) -> Result<Option<MailRecord>> {
+        get_json(&self.account, &format!("{MAIL_PREFIX}{id}"))
+    }
+
+    fn pending_mails(&self) -> Result<Vec<MailRecord>> {
+        let mut mails: Vec<MailRecord> = self.account_records(MAIL_PREFIX)?;
+        mails.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(mails)
+    }
+
+    fn delete_mail(&self, id: &str) -> Result<()> {
+        self.account.remove(format!("{MAIL_PREFIX}{id}"))?;
+        self.flush()
+    }
+
+    fn delete_mails_of(&self, tenant: &TenantId) -> Result<usize> {
+        self.remove_account_records(MAIL_PREFIX, |mail: &MailRecord| {
+            mail.tenant_id.as_ref() == Some(tenant)
+        })
+    }
+
+    fn put_reveal(&self, reveal: &RevealRecord) -> Result<()> {
+        self.put_json(
+            &self.account,
+            format!("{REVEAL_PREFIX}{}", reveal.token_hash),
+            reveal,
+        )
+    }
+
+    fn reveal(&self, token_hash: &str) -> Result<Option<RevealRecord>> {
+        get_json(&self.account, &format!("{REVEAL_PREFIX}{token_hash}"))
+    }
+
+    fn take_reveal(&self, token_hash: &str) -> Result<Option<RevealRecord>> {
+        let key = format!("{REVEAL_PREFIX}{token_hash}");
+        // `remove` returns the old value atomically: of two concurrent takes, one gets it.
+        let Some(value) = self.account.remove(key.as_bytes())? else {
+            return Ok(None);
+        };
+        self.flush()?;
+        decode_json(key.as_bytes(), &value).map(Some)
+    }
+
+    fn delete_reveals_of(&self, tenant: &TenantId) -> Result<usize> {
+        self.remove_account_records(REVEAL_PREFIX, |reveal: &RevealRecord| {
+            &reveal.tenant_id == tenant
+        })
+    }
+
+    fn prune_reveals(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize> {
+        self.remove_account_records(REVEAL_PREFIX, |reveal: &RevealRecord| {
+            reveal.expires_at < before
+        })
     }
 }
 

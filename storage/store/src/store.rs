@@ -5,7 +5,7 @@
 use crate::error::Result;
 use crate::records::{
     ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmbeddingModel, ExtractJobRecord,
-    IngestBatchRecord, OutboxDelivery, StagedEmbedding, StoredMemory, TenantId, TenantRecord,
+    IngestBatchRecord, MailRecord, OutboxDelivery, RevealRecord, StagedEmbedding, StoredMemory, TenantId, TenantRecord,
     TenantSettings, UsageRow,
 };
 
@@ -156,14 +156,51 @@ pub trait IngestStore: Send + Sync + 'static {
     fn prune_batches(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize>;
 }
 
+/// Accounts: the outgoing mail queue and the one-time reveal links.
+pub trait AccountStore: Send + Sync + 'static {
+    /// Stores (or replaces) a queued mail.
+    fn put_mail(&self, mail: &MailRecord) -> Result<()>;
+    fn mail(&self, id: &str) -> Result<Option<MailRecord>>;
+    /// Every queued mail, oldest (`created_at`, then id) first.
+    fn pending_mails(&self) -> Result<Vec<MailRecord>>;
+    /// Removes one mail; an absent one is not an error.
+    fn delete_mail(&self, id: &str) -> Result<()>;
+    /// Removes every queued mail about a tenant; returns how many there were.
+    fn delete_mails_of(&self, tenant: &TenantId) -> Result<usize>;
+
+    fn put_reveal(&self, reveal: &RevealRecord) -> Result<()>;
+    /// The reveal link with this token hash, left in place.
+    fn reveal(&self, token_hash: &str) -> Result<Option<RevealRecord>>;
+    /// Removes the reveal link and returns it: of two concurrent takes, one gets it.
+    fn take_reveal(&self, token_hash: &str) -> Result<Option<RevealRecord>>;
+    /// Removes every reveal link of a tenant; returns how many there were.
+    fn delete_reveals_of(&self, tenant: &TenantId) -> Result<usize>;
+    /// Removes reveal links that expired before `before`.
+    fn prune_reveals(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize>;
+}
+
 /// Everything the service persists; one value of it is shared by all actors.
 pub trait Store:
-    MetaStore + MemoryStore + JobStore + OutboxStore + AuditStore + ReembedStore + IngestStore
+    MetaStore
+    + MemoryStore
+    + JobStore
+    + OutboxStore
+    + AuditStore
+    + ReembedStore
+    + IngestStore
+    + AccountStore
 {
 }
 
 impl<
-        T: MetaStore + MemoryStore + JobStore + OutboxStore + AuditStore + ReembedStore + IngestStore,
+        T: MetaStore
+            + MemoryStore
+            + JobStore
+            + OutboxStore
+            + AuditStore
+            + ReembedStore
+            + IngestStore
+            + AccountStore,
     > Store for T
 {
 }

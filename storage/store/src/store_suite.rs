@@ -23,7 +23,10 @@ use crate::records::{
     JobState, MemoryRecord, RememberedFact, StagedEmbedding, StoredMemory, TenantId, TenantRecord,
     TenantSettings, UsageRow,
 };
-use crate::records::{AuditEntry, OutboxDelivery, StorageConfigRecord, WebhookRecord};
+use crate::records::{
+    AuditEntry, MailRecord, OutboxDelivery, RevealPurpose, RevealRecord, StorageConfigRecord,
+    WebhookRecord,
+};
 use crate::store::Store;
 
 /// Generates `mod $backend` with one `#[test]` per check of the suite. `$factory` is a
@@ -51,6 +54,8 @@ macro_rules! store_suite {
                 jobs_leave_the_queue_when_finished,
                 ingest_batches_leave_the_queue_when_every_item_is_finished,
                 outbox_keeps_deliveries_until_deleted,
+                mail_queue_keeps_mails_until_deleted,
+                reveal_links_are_taken_once,
                 audit_is_per_tenant_newest_first_and_pruned_by_age,
                 staged_embeddings_resume_by_key_and_swap_in_one_write,
                 staged_embeddings_of_another_model_are_dropped,
@@ -706,6 +711,73 @@ pub fn outbox_keeps_deliveries_until_deleted(store: &dyn Store) {
         store.delivery(&second.id, "dlv-1").unwrap(),
         Some(delivery(&second, "dlv-1", 1))
     );
+}
+
+pub fn mail_queue_keeps_mails_until_deleted(store: &dyn Store) {
+    let (first, second) = (sample_tenant("mail-a"), sample_tenant("mail-b"));
+    let at = |second: u32| Utc.with_ymd_and_hms(2026, 4, 1, 0, 0, second).unwrap();
+    let mail = |tenant: Option<&TenantRecord>, id: &str, second: u32| MailRecord {
+        id: id.to_owned(),
+        tenant_id: tenant.map(|tenant| tenant.id.clone()),
+        to: "ada@example.com".to_owned(),
+        subject: format!("mail {id}"),
+        text: "text".to_owned(),
+        html: Some("<p>html</p>".to_owned()),
+        attempts: 0,
+        next_attempt_at: at(second),
+        created_at: at(second),
+    };
+    let ids = |mails: Vec<MailRecord>| mails.into_iter().map(|mail| mail.id).collect::<Vec<_>>();
+    store.put_mail(&mail(Some(&first), "mail-3", 3)).unwrap();
+    store.put_mail(&mail(None, "mail-1", 1)).unwrap();
+    store.put_mail(&mail(Some(&second), "mail-2", 2)).unwrap();
+    assert_eq!(
+        ids(store.pending_mails().unwrap()),
+        vec!["mail-1", "mail-2", "mail-3"],
+        "queued mails come oldest first"
+    );
+    let mut retried = mail(Some(&second), "mail-2", 2);
+    retried.attempts = 3;
+    retried.next_attempt_at = at(50);
+    store.put_mail(&retried).unwrap();
+    assert_eq!(store.mail("mail-2").unwrap(), Some(retried));
+    store.delete_mail("mail-1").unwrap();
+    store.delete_mail("never-there").unwrap();
+    assert_eq!(store.mail("mail-1").unwrap(), None);
+    assert_eq!(store.delete_mails_of(&first.id).unwrap(), 1);
+    assert_eq!(store.delete_mails_of(&first.id).unwrap(), 0);
+    assert_eq!(ids(store.pending_mails().unwrap()), vec!["mail-2"]);
+}
+
+pub fn reveal_links_are_taken_once(store: &dyn Store) {
+    let (first, second) = (sample_tenant("reveal-a"), sample_tenant("reveal-b"));
+    let at = |hour: u32| Utc.with_ymd_and_hms(2026, 4, 1, hour, 0, 0).unwrap();
+    let reveal = |tenant: &TenantRecord, hash: &str, expires: u32| RevealRecord {
+        token_hash: hash.to_owned(),
+        tenant_id: tenant.id.clone(),
+        purpose: RevealPurpose::Recover,
+        created_at: at(0),
+        expires_at: at(expires),
+    };
+    store.put_reveal(&reveal(&first, "h1", 1)).unwrap();
+    store.put_reveal(&reveal(&first, "h2", 5)).unwrap();
+    store.put_reveal(&reveal(&second, "h3", 5)).unwrap();
+    assert_eq!(store.reveal("h1").unwrap(), Some(reveal(&first, "h1", 1)));
+    assert_eq!(
+        store.reveal("h1").unwrap(),
+        Some(reveal(&first, "h1", 1)),
+        "looking at a link leaves it"
+    );
+    assert_eq!(store.take_reveal("h1").unwrap(), Some(reveal(&first, "h1", 1)));
+    assert_eq!(store.take_reveal("h1").unwrap(), None, "a link is taken once");
+    assert_eq!(store.reveal("h1").unwrap(), None);
+    assert_eq!(store.prune_reveals(at(3)).unwrap(), 0);
+    assert_eq!(store.prune_reveals(at(6)).unwrap(), 2, "both expired at 5");
+    store.put_reveal(&reveal(&first, "h4", 9)).unwrap();
+    store.put_reveal(&reveal(&second, "h5", 9)).unwrap();
+    assert_eq!(store.delete_reveals_of(&first.id).unwrap(), 1);
+    assert_eq!(store.reveal("h4").unwrap(), None);
+    assert_eq!(store.reveal("h5").unwrap().map(|r| r.tenant_id), Some(second.id.clone()));
 }
 
 fn audit_entry(tenant: &TenantRecord, minutes_ago: i64, action: &str) -> AuditEntry {
