@@ -38,10 +38,28 @@ enum Command {
     /// Follow a running server's re-embedding (after the embedding model changed) with a
     /// progress bar, until every collection is on the configured model.
     Reembed(crate::reembed::ReembedArgs),
+    /// Outgoing mail: `memvault mail outbox` lists what was written to the outbox (the
+    /// server sends there when no `mail.smtp_url` is set).
+    #[command(subcommand)]
+    Mail(MailCommand),
     /// Extract one file in this process under OS limits (the server starts it per file):
     /// a JSON header line and the file's bytes on stdin, one JSON answer on stdout.
     #[command(hide = true)]
     IngestWorker,
+}
+
+#[derive(Debug, Subcommand)]
+enum MailCommand {
+    /// Every message in `{data_dir}/outbox/`, oldest first: when, to whom, the subject
+    /// and the plain-text body.
+    Outbox {
+        /// Config file; without it ./config.toml is read when present.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Where data lives (overrides server.data_dir).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -71,6 +89,13 @@ pub fn run() -> ExitCode {
             );
         }
         Some(Command::Serve(args)) => args,
+        Some(Command::Mail(MailCommand::Outbox { config, data_dir })) => {
+            return print_outbox(ServeArgs {
+                config,
+                data_dir,
+                ..ServeArgs::default()
+            });
+        }
         Some(Command::Bench(args)) => {
             return match crate::bench::run(args) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -126,6 +151,44 @@ pub fn run() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn print_outbox(args: ServeArgs) -> ExitCode {
+    let config = match load_config(&args) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("memvault: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let directory = config.server.data_dir.join("outbox");
+    if let Some(url) = &config.mail.smtp_url {
+        eprintln!(
+            "memvault: mail.smtp_url is set ({}), so new mail goes there, not to the outbox",
+            url.split('@').next_back().unwrap_or_default()
+        );
+    }
+    let entries = match memvault_mail::outbox::read(&directory) {
+        Ok(entries) => entries,
+        Err(error) => {
+            eprintln!("memvault: cannot read {}: {error}", directory.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    if entries.is_empty() {
+        println!("the outbox {} is empty", directory.display());
+    }
+    for entry in entries {
+        println!(
+            "== {}  to {}\nSubject: {}\nFile: {}\n\n{}\n",
+            entry.written_at.format("%Y-%m-%d %H:%M:%S UTC"),
+            entry.to,
+            entry.subject,
+            entry.file.display(),
+            entry.text.trim_end()
+        );
+    }
+    ExitCode::SUCCESS
 }
 
 fn load_config(args: &ServeArgs) -> Result<Config, crate::config::ConfigError> {

@@ -26,6 +26,63 @@ pub struct Config {
     pub blobs: BlobsConfig,
     pub files: FilesConfig,
     pub internal: InternalConfig,
+    pub mail: MailConfig,
+    pub account: AccountConfig,
+}
+
+/// Outgoing mail (DESIGN.md runtime contract, Outgoing mail).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MailConfig {
+    /// `smtp://host:port` (plain; `?tls=required` for STARTTLS) or `smtps://user:pass@host`
+    /// (implicit TLS). Unset: mail goes to `{data_dir}/outbox/`, read with
+    /// `memvault mail outbox`.
+    pub smtp_url: Option<String>,
+    /// The sender address (`name <address>` or `address`).
+    pub from: String,
+    /// Seconds one SMTP exchange may take.
+    pub timeout_secs: u64,
+    /// Attempts per mail, the first included.
+    pub max_attempts: u32,
+    /// Wait after the first failed attempt, doubled per further failure (at most an hour).
+    pub initial_backoff_ms: u64,
+}
+
+impl Default for MailConfig {
+    fn default() -> Self {
+        Self {
+            smtp_url: None,
+            from: "memvault <memvault@localhost>".to_owned(),
+            timeout_secs: 20,
+            max_attempts: 10,
+            initial_backoff_ms: 5_000,
+        }
+    }
+}
+
+/// Signup, key recovery and reveal links.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AccountConfig {
+    /// `POST /v1/memory/signup` on; off, it answers 403 `signup_disabled`.
+    pub signup_enabled: bool,
+    /// How long a mailed reveal link works.
+    pub reveal_ttl_minutes: u64,
+    /// Signup and recover-key requests per client address per minute (together).
+    pub requests_per_minute: u32,
+    /// Reveal mails one address is sent per minute; more are dropped silently.
+    pub mails_per_address_per_minute: u32,
+}
+
+impl Default for AccountConfig {
+    fn default() -> Self {
+        Self {
+            signup_enabled: true,
+            reveal_ttl_minutes: 60,
+            requests_per_minute: 10,
+            mails_per_address_per_minute: 3,
+        }
+    }
 }
 
 /// Endpoints for memvault's own other processes (DESIGN.md runtime contract, Internal
@@ -507,6 +564,19 @@ impl Config {
                     missing.join(" and ")
                 )));
             }
+        }
+        if self.account.reveal_ttl_minutes == 0
+            || self.account.requests_per_minute == 0
+            || self.account.mails_per_address_per_minute == 0
+            || self.mail.timeout_secs == 0
+            || self.mail.max_attempts == 0
+        {
+            return Err(ConfigError::Invalid(
+                "account.reveal_ttl_minutes, account.requests_per_minute, \
+                 account.mails_per_address_per_minute, mail.timeout_secs and mail.max_attempts \
+                 must be at least 1"
+                    .to_owned(),
+            ));
         }
         if self.embedding.dimensions == Some(0) || self.embedding.request_timeout_secs == 0 {
             return Err(ConfigError::Invalid(

@@ -68,6 +68,9 @@ pub enum ApiError {
     /// An internal endpoint whose shared secret the server has not been given.
     #[error("{0}")]
     InternalNotConfigured(String),
+    /// Public signup is turned off on this server (`account.signup_enabled = false`).
+    #[error("signup is turned off on this server; ask its operator for an account")]
+    SignupDisabled,
     /// The cause is logged; the client sees only "internal error".
     #[error("{0}")]
     Internal(String),
@@ -93,6 +96,7 @@ impl ApiError {
             ApiError::InvalidPath(_) => ErrorCode::InvalidPath,
             ApiError::Validation(_) => ErrorCode::ValidationFailed,
             ApiError::RateLimited(_) => ErrorCode::RateLimited,
+            ApiError::SignupDisabled => ErrorCode::SignupDisabled,
             ApiError::InternalSecretInvalid => ErrorCode::InternalSecretInvalid,
             ApiError::InternalNotConfigured(_) => ErrorCode::InternalNotConfigured,
             ApiError::Internal(_) => ErrorCode::InternalError,
@@ -229,6 +233,8 @@ mod tests {
             },
             Error::JobNotFound(text()),
             Error::TenantExists { email: text() },
+            Error::RevealLinkInvalid,
+            Error::MailNotConfigured,
             Error::CollectionExists(name.clone()),
             Error::KeyRevoked(text()),
             Error::KeyInactive(text()),
@@ -303,6 +309,7 @@ mod tests {
             ApiError::InvalidPath(text()),
             ApiError::Validation(text()),
             ApiError::RateLimited(text()),
+            ApiError::SignupDisabled,
             ApiError::Internal(text()),
         ];
         service

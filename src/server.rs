@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use memvault_core::account::AccountSettings;
 use memvault_core::embedders::{Embedders, ModelCatalog};
 use memvault_core::service::BootstrapOutcome;
 use memvault_core::service::{IntelligenceConfig, ModelPrice};
@@ -19,6 +20,7 @@ use memvault_embed::{
     MiniLmEmbedder, ModelSource, OpenAiEmbedder, OpenAiSettings,
 };
 use memvault_llm::LlmConfig;
+use memvault_mail::Mailer;
 use memvault_storage::crypto::SecretBox;
 use memvault_storage::EmbeddingModel;
 use memvault_storage::SledStore;
@@ -46,6 +48,8 @@ pub enum StartupError {
     Secrets(String),
     #[error("file storage: {0}")]
     Blobs(String),
+    #[error("outgoing mail: {0}")]
+    Mail(String),
     #[error("cannot listen on {address}: {source}")]
     Bind {
         address: String,
@@ -215,6 +219,7 @@ pub async fn start_service_with_clock(
         },
         files: crate::files::file_settings(config),
         blobs: crate::files::blob_backend(config).map_err(StartupError::Blobs)?,
+        account: account_settings(config).map_err(StartupError::Mail)?,
     };
     let service = Memvault::start(Arc::new(store), embedders, service_config).await?;
     let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;
@@ -230,6 +235,11 @@ pub async fn start_service_with_clock(
         config.server.max_body_bytes,
         RateLimits::from_config(&config.rate_limit),
     )
+    .with_account_limits(crate::api::account::AccountLimits {
+        signup_enabled: config.account.signup_enabled,
+        per_minute: config.account.requests_per_minute,
+        limiter: memvault_core::ratelimit::FixedWindowLimiter::new(100_000),
+    })
     .with_internal_secrets(crate::api::internal::InternalSecrets {
         embed: config.internal.embed_secret.as_deref().map(Arc::from),
     });
@@ -237,6 +247,26 @@ pub async fn start_service_with_clock(
         service,
         state,
         bootstrap,
+    })
+}
+
+/// Outgoing mail and the account flows: SMTP when `mail.smtp_url` is set, else the outbox
+/// under the data dir.
+fn account_settings(config: &Config) -> Result<AccountSettings, String> {
+    let mail = &config.mail;
+    let mailer = match &mail.smtp_url {
+        Some(url) => Mailer::smtp(url, &mail.from, Duration::from_secs(mail.timeout_secs)),
+        None => Mailer::outbox(config.server.data_dir.join("outbox"), &mail.from),
+    }
+    .map_err(|error| error.to_string())?;
+    tracing::info!(to = %mailer.describe(), "outgoing mail");
+    Ok(AccountSettings {
+        mailer: Some(Arc::new(mailer)),
+        public_url: crate::files::public_url(config),
+        reveal_ttl: Duration::from_secs(config.account.reveal_ttl_minutes * 60),
+        mail_max_attempts: mail.max_attempts,
+        mail_initial_backoff: Duration::from_millis(mail.initial_backoff_ms),
+        mails_per_address_per_minute: config.account.mails_per_address_per_minute,
     })
 }
 

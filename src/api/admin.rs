@@ -98,6 +98,17 @@ pub struct StatsResponse {
     pub added_30d: usize,
 }
 
+/// A mail address the service can send to (trimmed), or a 422.
+pub fn valid_email(email: &str) -> ApiResult<String> {
+    let email = email.trim();
+    if email.chars().count() > EMAIL_MAX_CHARS || !memvault_mail::is_address(email) {
+        return Err(ApiError::Validation(format!(
+            "email '{email}' is not a valid address"
+        )));
+    }
+    Ok(email.to_owned())
+}
+
 impl CreateTenantRequest {
     fn validate(self) -> ApiResult<NewTenant> {
         let name = self.name.trim().to_owned();
@@ -106,18 +117,7 @@ impl CreateTenantRequest {
                 "name must be 1 to {NAME_MAX_CHARS} characters"
             )));
         }
-        let email = self.email.trim().to_owned();
-        let plausible = email.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty() && !domain.is_empty() && !domain.contains('@')
-        });
-        if !plausible
-            || email.chars().count() > EMAIL_MAX_CHARS
-            || email.contains(char::is_whitespace)
-        {
-            return Err(ApiError::Validation(format!(
-                "email '{email}' is not a valid address"
-            )));
-        }
+        let email = valid_email(&self.email)?;
         let tier = self.tier.unwrap_or_else(|| "free".to_owned());
         if tier.is_empty() || tier.chars().count() > 50 {
             return Err(ApiError::Validation(

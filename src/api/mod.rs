@@ -2,6 +2,7 @@
 //! whose paths are relative to where it is nested); this module only nests them like the
 //! URL and adds the layers.
 
+pub mod account;
 pub mod admin;
 pub mod audit;
 pub mod auth;
@@ -36,8 +37,8 @@ use axum::Router;
 use memvault_core::pageviews::Pageviews;
 use memvault_core::status::StatusMonitor;
 use memvault_core::{
-    AuditTrail, Authorizer, Collections, Files, Graph, Internal, Keys, Maintenance, Memories,
-    Memvault, Operator, Proxy, Search, Settings, Tenants,
+    Accounts, AuditTrail, Authorizer, Collections, Files, Graph, Internal, Keys, Maintenance,
+    Memories, Memvault, Operator, Proxy, Search, Settings, Tenants,
 };
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
@@ -73,6 +74,9 @@ pub struct AppState {
     /// Per-key request limits and their counters.
     pub rate_limits: Arc<RateLimits>,
     pub internal: Internal,
+    pub accounts: Accounts,
+    /// Signup and recover-key limits per client address, and whether signup is on.
+    pub account_limits: Arc<account::AccountLimits>,
     /// The shared secrets of the internal endpoints (none by default: they answer 503).
     #[from_ref(skip)]
     pub internal_secrets: internal::InternalSecrets,
@@ -104,8 +108,16 @@ impl AppState {
             max_body_bytes,
             rate_limits: Arc::new(rate_limits),
             internal: service.internal(),
+            accounts: service.accounts(),
+            account_limits: Arc::new(account::AccountLimits::default()),
             internal_secrets: internal::InternalSecrets::default(),
         }
+    }
+
+    /// With the public account routes' limits (config `[account]`).
+    pub fn with_account_limits(mut self, limits: account::AccountLimits) -> Self {
+        self.account_limits = Arc::new(limits);
+        self
     }
 
     /// With the internal endpoints' shared secrets (config `[internal]`).
@@ -171,6 +183,7 @@ fn memory_routes() -> OpenApiRouter<AppState> {
         .merge(keys::routes())
         .merge(settings::routes())
         .merge(internal::routes())
+        .merge(account::routes())
         .merge(storage::routes())
         .nest("/webhook", webhooks::routes())
 }

@@ -5,6 +5,7 @@
 //! signals) spawn the real binary.
 
 mod access;
+mod account;
 mod basics;
 mod collections;
 mod durability;
@@ -30,6 +31,7 @@ mod probes;
 mod proxy;
 mod reembed;
 mod search;
+mod smtp_sink;
 mod startup;
 mod support;
 mod webhooks;

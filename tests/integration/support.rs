@@ -26,6 +26,13 @@ pub struct TestServer {
     _data_dir: tempfile::TempDir,
 }
 
+impl TestServer {
+    /// The server's data dir.
+    pub fn data_dir(&self) -> &Path {
+        self._data_dir.path()
+    }
+}
+
 /// The shared server; started on first use.
 pub fn shared() -> &'static TestServer {
     static SERVER: OnceLock<TestServer> = OnceLock::new();

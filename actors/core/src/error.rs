@@ -69,6 +69,12 @@ pub enum Error {
 
     #[error("a tenant with email '{email}' already exists")]
     TenantExists { email: String },
+    /// A reveal link that does not exist, was used, or expired (one answer for all three).
+    #[error("this link is not valid: it was already used, it expired, or it never existed; ask for a new one with POST /v1/memory/recover-key")]
+    RevealLinkInvalid,
+    /// Signup or recovery on a server that cannot send mail.
+    #[error("this server sends no mail (no [mail] configured), so signup and key recovery are off; ask the operator for a key")]
+    MailNotConfigured,
     #[error("collection '{0}' already exists")]
     CollectionExists(CollectionName),
     #[error("key '{0}' is already revoked")]
@@ -210,6 +216,8 @@ impl Error {
             Error::GrantNotFound { .. } => ErrorCode::GrantNotFound,
             Error::JobNotFound(_) => ErrorCode::JobNotFound,
             Error::TenantExists { .. } => ErrorCode::TenantExists,
+            Error::RevealLinkInvalid => ErrorCode::RevealLinkInvalid,
+            Error::MailNotConfigured => ErrorCode::MailNotConfigured,
             Error::CollectionExists(_) => ErrorCode::CollectionExists,
             Error::KeyRevoked(_) => ErrorCode::KeyRevoked,
             Error::KeyInactive(_) => ErrorCode::KeyInactive,

@@ -17,9 +17,11 @@
 //!   webhooks (and later caches, metering, connectors).
 //! - [`extraction`]: asynchronous remember as a job kind on `memvault-jobs`.
 //! - [`webhooks`]: signed outbound webhooks for memory events, from a durable outbox.
+//! - [`account`]: outgoing mail as a job kind, one-time reveal links and their letters.
 //!
 //! Actors know nothing of HTTP; storage goes through `memvault-storage`'s traits.
 
+pub mod account;
 pub mod agent;
 pub mod audit;
 mod call;
@@ -43,6 +45,8 @@ pub mod webhooks;
 
 pub use agent::Agent;
 pub use error::{Error, Result};
+pub use memvault_storage::RevealPurpose;
+pub use service::{Accounts, RevealView, RevealedKey};
 pub use service::{
     AuditTrail, Authorizer, Collections, Contradiction, ExtractionLlmInput, ExtractionLlmView,
     Extractor, Graph, Keys, ListPage, Maintenance, Memories, Memvault, Operator, Profile, Proxy,

@@ -176,6 +176,48 @@ impl memvault_storage::OutboxStore for FlakyStore {
     }
 }
 
+impl memvault_storage::AccountStore for FlakyStore {
+    fn put_mail(&self, mail: &memvault_storage::MailRecord) -> StoreResult<()> {
+        self.inner.put_mail(mail)
+    }
+
+    fn mail(&self, id: &str) -> StoreResult<Option<memvault_storage::MailRecord>> {
+        self.inner.mail(id)
+    }
+
+    fn pending_mails(&self) -> StoreResult<Vec<memvault_storage::MailRecord>> {
+        self.inner.pending_mails()
+    }
+
+    fn delete_mail(&self, id: &str) -> StoreResult<()> {
+        self.inner.delete_mail(id)
+    }
+
+    fn delete_mails_of(&self, tenant: &TenantId) -> StoreResult<usize> {
+        self.inner.delete_mails_of(tenant)
+    }
+
+    fn put_reveal(&self, reveal: &memvault_storage::RevealRecord) -> StoreResult<()> {
+        self.inner.put_reveal(reveal)
+    }
+
+    fn reveal(&self, token_hash: &str) -> StoreResult<Option<memvault_storage::RevealRecord>> {
+        self.inner.reveal(token_hash)
+    }
+
+    fn take_reveal(&self, token_hash: &str) -> StoreResult<Option<memvault_storage::RevealRecord>> {
+        self.inner.take_reveal(token_hash)
+    }
+
+    fn delete_reveals_of(&self, tenant: &TenantId) -> StoreResult<usize> {
+        self.inner.delete_reveals_of(tenant)
+    }
+
+    fn prune_reveals(&self, before: chrono::DateTime<chrono::Utc>) -> StoreResult<usize> {
+        self.inner.prune_reveals(before)
+    }
+}
+
 impl memvault_storage::AuditStore for FlakyStore {
     fn append_audit(&self, entries: &[memvault_storage::AuditEntry]) -> StoreResult<()> {
         self.inner.append_audit(entries)

@@ -131,7 +131,10 @@ impl Mailer {
     /// attempt, so a receiver that got it twice can tell).
     pub fn message(&self, letter: &Letter, id: &str) -> Result<Message, SendError> {
         let to: Mailbox = letter.to.parse().map_err(|error| {
-            SendError::Permanent(format!("recipient '{}' is not an address: {error}", letter.to))
+            SendError::Permanent(format!(
+                "recipient '{}' is not an address: {error}",
+                letter.to
+            ))
         })?;
         let domain = self.from.email.domain().to_owned();
         let builder = Message::builder()
@@ -153,7 +156,8 @@ impl Mailer {
             ),
             None => builder.singlepart(text),
         };
-        message.map_err(|error| SendError::Permanent(format!("the message cannot be built: {error}")))
+        message
+            .map_err(|error| SendError::Permanent(format!("the message cannot be built: {error}")))
     }
 
     /// Sends one letter: one SMTP exchange, or one file in the outbox.
@@ -176,6 +180,12 @@ impl Mailer {
                 }),
         }
     }
+}
+
+/// Whether `address` is a mail address a message can be sent to (`local@domain`, as
+/// RFC 5321 allows it; no display name).
+pub fn is_address(address: &str) -> bool {
+    address.parse::<lettre::Address>().is_ok()
 }
 
 fn parse_from(from: &str) -> Result<Mailbox, ConfigError> {
@@ -211,10 +221,16 @@ mod tests {
         let mailer = Mailer::outbox("/nonexistent", "memvault <noreply@memvault.example>").unwrap();
         let raw = String::from_utf8(mailer.message(&letter(), "m1").unwrap().formatted()).unwrap();
         assert!(raw.contains("Message-ID: <m1@memvault.example>"), "{raw}");
-        assert!(raw.contains("From: memvault <noreply@memvault.example>"), "{raw}");
+        assert!(
+            raw.contains("From: memvault <noreply@memvault.example>"),
+            "{raw}"
+        );
         assert!(raw.contains("To: ada@example.com"), "{raw}");
         assert!(raw.contains("multipart/alternative"), "{raw}");
-        assert!(raw.contains("text/plain") && raw.contains("text/html"), "{raw}");
+        assert!(
+            raw.contains("text/plain") && raw.contains("text/html"),
+            "{raw}"
+        );
     }
 
     #[tokio::test]
@@ -242,9 +258,12 @@ mod tests {
             without_credentials("smtps://user:s3cret@mail.example:465"),
             "smtps://mail.example:465"
         );
-        let mailer =
-            Mailer::smtp("smtp://user:s3cret@127.0.0.1:2525", "a@b.example", Duration::from_secs(1))
-                .unwrap();
+        let mailer = Mailer::smtp(
+            "smtp://user:s3cret@127.0.0.1:2525",
+            "a@b.example",
+            Duration::from_secs(1),
+        )
+        .unwrap();
         assert!(!format!("{mailer:?}").contains("s3cret"));
     }
 
@@ -267,9 +286,15 @@ mod tests {
         assert_eq!(read.len(), 2, "{read:?}");
         assert_eq!(read[0].to, "ada@example.com");
         assert_eq!(read[0].subject, "Your memvault key");
-        assert!(read[0].text.contains("/v1/memory/reveal/abc"), "{:?}", read[0]);
+        assert!(
+            read[0].text.contains("/v1/memory/reveal/abc"),
+            "{:?}",
+            read[0]
+        );
         assert_eq!(read[1].to, "grace@example.com");
-        assert!(outbox::read(&directory.path().join("none")).unwrap().is_empty());
+        assert!(outbox::read(&directory.path().join("none"))
+            .unwrap()
+            .is_empty());
     }
 
     #[tokio::test]

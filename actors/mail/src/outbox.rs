@@ -28,7 +28,13 @@ pub fn write(directory: &Path, id: &str, message: &[u8]) -> io::Result<()> {
     fs::create_dir_all(directory)?;
     let name: String = id
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let mut file = tempfile::NamedTempFile::new_in(directory)?;
     file.write_all(message)?;
@@ -52,7 +58,9 @@ pub fn read(directory: &Path) -> io::Result<Vec<OutboxEntry>> {
         if path.extension().and_then(|ext| ext.to_str()) != Some("eml") {
             continue;
         }
-        let modified = fs::metadata(&path)?.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        let modified = fs::metadata(&path)?
+            .modified()
+            .unwrap_or(SystemTime::UNIX_EPOCH);
         let bytes = fs::read(&path)?;
         let parsed = MessageParser::default().parse(&bytes[..]);
         let (to, subject, text) = match &parsed {
@@ -64,7 +72,10 @@ pub fn read(directory: &Path) -> io::Result<Vec<OutboxEntry>> {
                     .unwrap_or_default()
                     .to_owned(),
                 message.subject().unwrap_or_default().to_owned(),
-                message.body_text(0).map(|text| text.into_owned()).unwrap_or_default(),
+                message
+                    .body_text(0)
+                    .map(|text| text.into_owned())
+                    .unwrap_or_default(),
             ),
             None => (String::new(), String::new(), String::new()),
         };

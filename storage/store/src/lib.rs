@@ -50,5 +50,6 @@ pub use records::{
 };
 pub use sled_store::SledStore;
 pub use store::{
-    AccountStore, AuditStore, IngestStore, JobStore, MemoryStore, MetaStore, OutboxStore, ReembedStore, Store,
+    AccountStore, AuditStore, IngestStore, JobStore, MemoryStore, MetaStore, OutboxStore,
+    ReembedStore, Store,
 };

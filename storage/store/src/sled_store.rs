@@ -39,11 +39,12 @@ use sled::{Batch, Db, Tree};
 use crate::error::{Result, StorageError};
 use crate::records::{
     ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmbeddingModel, ExtractJobRecord,
-    IngestBatchRecord, MailRecord, MemoryRecord, OutboxDelivery, RevealRecord, StagedEmbedding, StoredMemory, TenantId,
-    TenantRecord, TenantSettings, UsageRow,
+    IngestBatchRecord, MailRecord, MemoryRecord, OutboxDelivery, RevealRecord, StagedEmbedding,
+    StoredMemory, TenantId, TenantRecord, TenantSettings, UsageRow,
 };
 use crate::store::{
-    AccountStore, AuditStore, IngestStore, JobStore, MemoryStore, MetaStore, OutboxStore, ReembedStore,
+    AccountStore, AuditStore, IngestStore, JobStore, MemoryStore, MetaStore, OutboxStore,
+    ReembedStore,
 };
 
 pub struct SledStore {

@@ -5,8 +5,8 @@
 use crate::error::Result;
 use crate::records::{
     ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmbeddingModel, ExtractJobRecord,
-    IngestBatchRecord, MailRecord, OutboxDelivery, RevealRecord, StagedEmbedding, StoredMemory, TenantId, TenantRecord,
-    TenantSettings, UsageRow,
+    IngestBatchRecord, MailRecord, OutboxDelivery, RevealRecord, StagedEmbedding, StoredMemory,
+    TenantId, TenantRecord, TenantSettings, UsageRow,
 };
 
 /// Tenants, their API keys and their collections.

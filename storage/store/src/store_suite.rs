@@ -768,8 +768,15 @@ pub fn reveal_links_are_taken_once(store: &dyn Store) {
         Some(reveal(&first, "h1", 1)),
         "looking at a link leaves it"
     );
-    assert_eq!(store.take_reveal("h1").unwrap(), Some(reveal(&first, "h1", 1)));
-    assert_eq!(store.take_reveal("h1").unwrap(), None, "a link is taken once");
+    assert_eq!(
+        store.take_reveal("h1").unwrap(),
+        Some(reveal(&first, "h1", 1))
+    );
+    assert_eq!(
+        store.take_reveal("h1").unwrap(),
+        None,
+        "a link is taken once"
+    );
     assert_eq!(store.reveal("h1").unwrap(), None);
     assert_eq!(store.prune_reveals(at(3)).unwrap(), 0);
     assert_eq!(store.prune_reveals(at(6)).unwrap(), 2, "both expired at 5");
@@ -777,7 +784,10 @@ pub fn reveal_links_are_taken_once(store: &dyn Store) {
     store.put_reveal(&reveal(&second, "h5", 9)).unwrap();
     assert_eq!(store.delete_reveals_of(&first.id).unwrap(), 1);
     assert_eq!(store.reveal("h4").unwrap(), None);
-    assert_eq!(store.reveal("h5").unwrap().map(|r| r.tenant_id), Some(second.id.clone()));
+    assert_eq!(
+        store.reveal("h5").unwrap().map(|r| r.tenant_id),
+        Some(second.id.clone())
+    );
 }
 
 fn audit_entry(tenant: &TenantRecord, minutes_ago: i64, action: &str) -> AuditEntry {

@@ -54,6 +54,7 @@ make_error_codes! {
     InvalidApiKey = ("invalid_api_key", 401, "The Authorization header is not 'Bearer mv_...', or the key is unknown, revoked or expired.");
     ReadOnlyKey = ("read_only_key", 403, "A read-only key tried to write.");
     OwnerKeyRequired = ("owner_key_required", 403, "Only the tenant's owner key may manage keys, grants, webhooks and settings.");
+    SignupDisabled = ("signup_disabled", 403, "Public signup is turned off on this server; its operator creates accounts.");
     AdminKeyRequired = ("admin_key_required", 403, "The endpoint needs the owner key of an admin-flagged tenant.");
     NoGrant = ("no_grant", 403, "The collection is restricted and the agent has no grant with the needed permission on it.");
     BadSignature = ("bad_signature", 403, "The presigned URL's signature does not match its key, method and expiry.");
@@ -69,6 +70,7 @@ make_error_codes! {
     BatchNotFound = ("batch_not_found", 404, "No such ingest batch (or batch item) in this tenant.");
     BlobNotFound = ("blob_not_found", 404, "No file is stored under this presigned URL's key (it was deleted, or never uploaded).");
     WebhookNotFound = ("webhook_not_found", 404, "The tenant has no webhook configured.");
+    RevealLinkInvalid = ("reveal_link_invalid", 404, "The key reveal link was already used, expired, or never existed; ask for a new one with POST /v1/memory/recover-key.");
     MethodNotAllowed = ("method_not_allowed", 405, "The path exists but not with this HTTP method.");
     TenantExists = ("tenant_exists", 409, "A tenant with this email exists already.");
     CollectionExists = ("collection_exists", 409, "A collection with this name exists already.");
@@ -99,6 +101,7 @@ make_error_codes! {
     EmbeddingModelUnavailable = ("embedding_model_unavailable", 503, "The model that built the collection's vectors cannot run on this server; the collection is being re-embedded with the configured model, retry when that is done.");
     ExtractionUnavailable = ("extraction_unavailable", 503, "The extraction queue is not running.");
     StorageUnavailable = ("storage_unavailable", 503, "The file storage (local directory or S3 bucket) failed; retry shortly.");
+    MailNotConfigured = ("mail_not_configured", 503, "The server sends no mail, so signup and key recovery are off.");
     InternalNotConfigured = ("internal_not_configured", 503, "The internal endpoint is off: the server has no shared secret for it (e.g. internal.embed_secret).");
     EncryptionKeyMissing = ("encryption_key_missing", 503, "The server has no encryption key, so it cannot store credentials.");
     LlmKeyUnreadable = ("llm_key_unreadable", 503, "The tenant's stored LLM key cannot be decrypted.");

@@ -53,7 +53,7 @@ pub(super) const OWN_SUITES: [(&str, &str); 13] = [
 /// file a presigned URL's signature names (`/v1/blobs/{key}`; tampered, expired and
 /// other-key URLs are refused in tests/integration/files.rs and the `files` conformance
 /// area).
-pub(super) const PUBLIC: [(&str, &str); 7] = [
+pub(super) const PUBLIC: [(&str, &str); 11] = [
     ("GET", "/v1/memory/health"),
     ("GET", "/v1/status"),
     ("POST", "/v1/pulse"),
@@ -62,6 +62,11 @@ pub(super) const PUBLIC: [(&str, &str); 7] = [
     ("PUT", "/v1/blobs/{key}"),
     // A shared secret, not a key: tests/integration/internal.rs.
     ("POST", "/v1/memory/_internal/embed"),
+    // Signup, recovery and the mailed reveal link: tests/integration/account.rs.
+    ("POST", "/v1/memory/signup"),
+    ("POST", "/v1/memory/recover-key"),
+    ("GET", "/v1/memory/reveal/{token}"),
+    ("POST", "/v1/memory/reveal/{token}"),
 ];
 
 /// The webhook the owner's own case sets: a public address literal, so the SSRF guard

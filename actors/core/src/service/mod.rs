@@ -3,6 +3,7 @@
 //! and then make one call to the owning actor, with a timeout.
 
 pub mod access;
+mod accounts;
 mod audit;
 mod changes;
 mod collections;
@@ -26,12 +27,13 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use dashmap::DashMap;
-use memvault_storage::{CollectionName, EmbeddingModel, Store, TenantId};
+use memvault_storage::{CollectionName, EmbeddingModel, Store, TenantId, TenantRecord};
 use ractor::{Actor, ActorRef};
 
 pub use access::{
     Access, Authorizer, CollectionAccess, CollectionGrants, Level, Read, Sweep, Write,
 };
+pub use accounts::{Accounts, RevealView, RevealedKey};
 pub use audit::AuditTrail;
 pub use changes::CollectionChanges;
 pub use collections::{CollectionView, Collections};
@@ -98,6 +100,8 @@ pub struct ServiceConfig {
     pub files: crate::files::FileSettings,
     /// Where files are stored, and the signer of memvault's own presigned URLs.
     pub blobs: BlobBackend,
+    /// Outgoing mail, reveal links, signup and recovery limits.
+    pub account: crate::account::AccountSettings,
 }
 
 /// The blob store files go to, and the signer that checks the presigned URLs memvault
@@ -153,6 +157,7 @@ impl Default for ServiceConfig {
             audit_retention: Duration::from_secs(90 * 24 * 3600),
             files: crate::files::FileSettings::default(),
             blobs: BlobBackend::in_memory("http://127.0.0.1:8420"),
+            account: crate::account::AccountSettings::default(),
         }
     }
 }
@@ -211,6 +216,28 @@ fn schedule_pruning(scheduler: &Scheduler, store: &Arc<dyn Store>, config: &Serv
                     .map_err(|error| error.to_string())?;
                 if pruned > 0 {
                     tracing::info!(pruned, "old audit entries pruned");
+                }
+                Ok(())
+            }
+        },
+    );
+    let reveal_store = store.clone();
+    scheduler.every(
+        Recurring {
+            name: "reveal_link_pruning",
+            period: HOUR,
+            jitter,
+            run_at_start: true,
+        },
+        move || {
+            let store = reveal_store.clone();
+            async move {
+                let before = chrono::Utc::now();
+                let pruned = blocking(move || store.prune_reveals(before))
+                    .await
+                    .map_err(|error| error.to_string())?;
+                if pruned > 0 {
+                    tracing::info!(pruned, "expired reveal links pruned");
                 }
                 Ok(())
             }
@@ -277,6 +304,12 @@ struct Inner {
     ingest: OnceLock<JobQueue<crate::files::IngestJobs>>,
     /// Re-embeds collections built by another model than the configured one.
     reembed: JobQueue<ReembedJobs>,
+    /// Sends the queued mail; `None` when the server has no mailer.
+    mail: Option<JobQueue<crate::account::MailDeliveries>>,
+    /// Serializes signups, so one email never gets two tenants.
+    signups: tokio::sync::Mutex<()>,
+    /// Reveal mails per address per minute.
+    mail_limiter: crate::ratelimit::FixedWindowLimiter,
     reembed_progress: ReembedProgress,
     /// The subscriber that turns events into outbox deliveries; awaited at shutdown so
     /// the last writes' events reach the outbox.
@@ -360,6 +393,24 @@ impl Memvault {
             what: "the re-embedding queue".to_owned(),
             reason: error.to_string(),
         })?;
+        let mail = match &config.account.mailer {
+            Some(mailer) => Some(
+                JobQueue::start(
+                    Arc::new(crate::account::MailDeliveries::new(
+                        store.clone(),
+                        mailer.clone(),
+                        config.account.clone(),
+                    )),
+                    crate::account::mail::CONCURRENT_SENDS,
+                )
+                .await
+                .map_err(|error| Error::StartFailed {
+                    what: "the mail queue".to_owned(),
+                    reason: error.to_string(),
+                })?,
+            ),
+            None => None,
+        };
         let audit = AuditLog::start(store.clone());
         let scheduler = Scheduler::new();
         schedule_pruning(&scheduler, &store, &config);
@@ -384,6 +435,9 @@ impl Memvault {
                 events,
                 reembed,
                 reembed_progress,
+                mail,
+                signups: tokio::sync::Mutex::new(()),
+                mail_limiter: crate::ratelimit::FixedWindowLimiter::new(100_000),
                 webhook_recorder: Mutex::new(Some(recorder)),
                 scheduler,
                 metrics: Metrics::new(),
@@ -460,6 +514,9 @@ impl Memvault {
             ingest.stop().await;
         }
         self.inner.reembed.stop().await;
+        if let Some(mail) = &self.inner.mail {
+            mail.stop().await;
+        }
         self.inner
             .root
             .stop_and_wait(
@@ -521,6 +578,11 @@ impl Memvault {
     /// The tenant's settings: extraction LLM, spend cap, webhook.
     pub fn settings(&self) -> Settings {
         Settings { root: self.clone() }
+    }
+
+    /// Signup, key recovery and the one-time reveal.
+    pub fn accounts(&self) -> Accounts {
+        Accounts { root: self.clone() }
     }
 
     /// What memvault's own other processes call (internal embed).
@@ -617,6 +679,17 @@ impl Memvault {
             self.inner.root.get_status(),
             ractor::ActorStatus::Running | ractor::ActorStatus::Upgrading
         )
+    }
+
+    /// The tenant whose email is `email` (compared without case).
+    fn tenant_by_email(&self, email: &str) -> Option<TenantRecord> {
+        self.inner.tenants.iter().find_map(|tenant| {
+            let record = &tenant.snapshot().record;
+            record
+                .email
+                .eq_ignore_ascii_case(email)
+                .then(|| (**record).clone())
+        })
     }
 
     fn tenant_handle(&self, tenant: &TenantId) -> Result<Arc<TenantHandle>> {

@@ -83,14 +83,7 @@ impl Tenants {
 
     /// Creates a tenant and its first key; returns the record and the key, shown once.
     pub async fn create(&self, new: NewTenant) -> Result<(TenantRecord, String)> {
-        let email_taken = self.root.inner.tenants.iter().any(|tenant| {
-            tenant
-                .snapshot()
-                .record
-                .email
-                .eq_ignore_ascii_case(&new.email)
-        });
-        if email_taken {
+        if self.root.tenant_by_email(&new.email).is_some() {
             return Err(Error::TenantExists {
                 email: new.email.clone(),
             });

@@ -1,0 +1,233 @@
+//! Accounts that run themselves: signup, key recovery and the one-time reveal.
+//!
+//! - **Signup** creates a `free` tenant named after the email (one tenant per email) and
+//!   mails a reveal link. The tenant's first key is made and thrown away unseen: the
+//!   owner's key is the one the link reveals.
+//! - **Recovery** mails a reveal link to a known email; to an unknown one nothing is
+//!   sent, and the caller's answer is the same either way.
+//! - **Reveal** takes the link's token out of the store (once: of two concurrent reveals
+//!   one wins) and issues a new owner key; the previous owner key stops working at that
+//!   moment, not before. Looking at a link ([`Accounts::inspect`]) burns nothing.
+//!
+//! Reveal mails to one address are capped per minute (`mails_per_address_per_minute`);
+//! over the cap the mail is dropped silently, so the answer never tells.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use memvault_storage::{ApiKeyRecord, RevealPurpose, RevealRecord, TenantId, TenantRecord};
+
+use super::{Memvault, NewTenant};
+use crate::account::{mail, reveal};
+use crate::agent::{generate_key_secret, new_key_record, KeyRole};
+use crate::call::blocking;
+use crate::error::{Error, Result};
+use crate::ratelimit::RateLimiter;
+use crate::tenant::TenantMessage;
+
+/// A reveal link that may still be used: what the confirmation page shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RevealView {
+    pub purpose: RevealPurpose,
+    pub tenant_name: String,
+    pub expires_at: chrono::DateTime<Utc>,
+}
+
+/// A revealed key: shown once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RevealedKey {
+    pub api_key: String,
+    pub key_id: String,
+    pub tenant_id: TenantId,
+    pub tenant_name: String,
+    pub email: String,
+}
+
+/// Signup, recovery, reveal.
+#[derive(Clone)]
+pub struct Accounts {
+    pub(super) root: Memvault,
+}
+
+impl Accounts {
+    /// Signs `email` up: a new `free` tenant and a mailed reveal link, or nothing at all
+    /// when the email has a tenant already (one per email; the answer does not say).
+    pub async fn signup(&self, email: &str) -> Result<()> {
+        let queue = self.mail_queue()?;
+        let created = {
+            // One signup at a time: two concurrent signups of one email make one tenant.
+            let _serial = self.root.inner.signups.lock().await;
+            if self.root.tenant_by_email(email).is_some() {
+                tracing::info!("signup for an email that has a tenant; nothing sent");
+                return Ok(());
+            }
+            let new = NewTenant {
+                name: email.to_owned(),
+                email: email.to_owned(),
+                tier: "free".to_owned(),
+                admin: false,
+            };
+            let (record, _unseen_key) = self.root.tenants().create(new).await?;
+            record
+        };
+        tracing::info!(tenant = %created.id, "tenant signed up");
+        self.send_link(queue, &created, RevealPurpose::Signup).await
+    }
+
+    /// Mails a reveal link for a new owner key to `email` when it has a tenant; otherwise
+    /// does nothing. Either way the caller answers the same.
+    pub async fn recover(&self, email: &str) -> Result<()> {
+        let queue = self.mail_queue()?;
+        match self.root.tenant_by_email(email) {
+            Some(tenant) => self.send_link(queue, &tenant, RevealPurpose::Recover).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The link behind `token` when it may still be used; nothing is burnt.
+    pub async fn inspect(&self, token: &str) -> Result<RevealView> {
+        if !reveal::plausible_token(token) {
+            return Err(Error::RevealLinkInvalid);
+        }
+        let (store, hash) = (self.root.inner.store.clone(), reveal::token_hash(token));
+        let record = blocking(move || store.reveal(&hash))
+            .await?
+            .filter(|record| record.expires_at > Utc::now())
+            .ok_or(Error::RevealLinkInvalid)?;
+        let tenant = self
+            .root
+            .tenants()
+            .get(&record.tenant_id)
+            .map_err(|_| Error::RevealLinkInvalid)?;
+        Ok(RevealView {
+            purpose: record.purpose,
+            tenant_name: tenant.name.clone(),
+            expires_at: record.expires_at,
+        })
+    }
+
+    /// Uses the link behind `token`: a new owner key, returned once; the previous owner
+    /// key is revoked in the same step. A used, expired or unknown link reveals nothing.
+    pub async fn reveal(&self, token: &str) -> Result<RevealedKey> {
+        if !reveal::plausible_token(token) {
+            return Err(Error::RevealLinkInvalid);
+        }
+        let (store, hash) = (self.root.inner.store.clone(), reveal::token_hash(token));
+        let record = blocking(move || store.take_reveal(&hash))
+            .await?
+            .filter(|record| record.expires_at > Utc::now())
+            .ok_or(Error::RevealLinkInvalid)?;
+        let tenant = self
+            .root
+            .tenants()
+            .get(&record.tenant_id)
+            .map_err(|_| Error::RevealLinkInvalid)?;
+        let (key, api_key) = self.new_owner_key(&tenant, record.purpose).await?;
+        tracing::info!(tenant = %tenant.id, key = %key.id, purpose = ?record.purpose, "key revealed");
+        Ok(RevealedKey {
+            api_key,
+            key_id: key.id.clone(),
+            tenant_id: tenant.id.clone(),
+            tenant_name: tenant.name.clone(),
+            email: tenant.email.clone(),
+        })
+    }
+
+    /// A new owner key replacing the active one (rotation: the old one dies as the new
+    /// one is stored), or added when the tenant has no active owner key.
+    async fn new_owner_key(
+        &self,
+        tenant: &TenantRecord,
+        purpose: RevealPurpose,
+    ) -> Result<(Arc<ApiKeyRecord>, String)> {
+        let now = Utc::now();
+        let current = self
+            .root
+            .tenant_handle(&tenant.id)?
+            .snapshot()
+            .keys
+            .values()
+            .filter(|key| key.owner && key.is_active(now))
+            .min_by_key(|key| key.created_at)
+            .cloned();
+        let secret = generate_key_secret();
+        let label = match purpose {
+            RevealPurpose::Signup => "signup",
+            RevealPurpose::Recover => "recovered",
+        };
+        let new = new_key_record(&tenant.id, label, KeyRole::Owner, &secret, None);
+        let key = match current {
+            Some(current) => {
+                let key_id = current.id.clone();
+                self.root
+                    .call_tenant(&tenant.id, |reply| TenantMessage::RotateKey {
+                        key_id,
+                        new: Box::new(new),
+                        reply,
+                    })
+                    .await?
+            }
+            None => {
+                self.root
+                    .call_tenant(&tenant.id, |reply| TenantMessage::AddKey {
+                        key: new,
+                        reply,
+                    })
+                    .await?
+            }
+        };
+        Ok((key, secret))
+    }
+
+    async fn send_link(
+        &self,
+        queue: &memvault_jobs::JobQueue<mail::MailDeliveries>,
+        tenant: &TenantRecord,
+        purpose: RevealPurpose,
+    ) -> Result<()> {
+        let settings = &self.root.inner.config.account;
+        let now_secs = Utc::now().timestamp().max(0) as u64;
+        let address = format!("reveal-mail:{}", tenant.email.to_lowercase());
+        let allowed = self
+            .root
+            .inner
+            .mail_limiter
+            .check(&address, settings.mails_per_address_per_minute, now_secs)
+            .map(|decision| decision.allowed)
+            .unwrap_or(true);
+        if !allowed {
+            tracing::warn!(tenant = %tenant.id, "reveal mail dropped: too many for this address this minute");
+            return Ok(());
+        }
+        let token = reveal::new_token();
+        let ttl =
+            chrono::Duration::from_std(settings.reveal_ttl).unwrap_or(chrono::Duration::hours(1));
+        let now = Utc::now();
+        let record = RevealRecord {
+            token_hash: reveal::token_hash(&token),
+            tenant_id: tenant.id.clone(),
+            purpose,
+            created_at: now,
+            expires_at: now + ttl,
+        };
+        let store = self.root.inner.store.clone();
+        blocking(move || store.put_reveal(&record)).await?;
+        let letter = reveal::letter(
+            &tenant.email,
+            purpose,
+            &reveal::link(&settings.public_url, &token),
+            settings.reveal_ttl.as_secs() / 60,
+            &tenant.name,
+        );
+        mail::queue(&self.root.inner.store, queue, Some(&tenant.id), letter).await?;
+        Ok(())
+    }
+
+    fn mail_queue(&self) -> Result<&memvault_jobs::JobQueue<mail::MailDeliveries>> {
+        self.root
+            .inner
+            .mail
+            .as_ref()
+            .ok_or(Error::MailNotConfigured)
+    }
+}
