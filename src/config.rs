@@ -28,6 +28,43 @@ pub struct Config {
     pub internal: InternalConfig,
     pub mail: MailConfig,
     pub account: AccountConfig,
+    pub billing: BillingConfig,
+}
+
+/// Billing on Stripe (DESIGN.md runtime contract, Billing).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BillingConfig {
+    /// Stripe's API root.
+    pub stripe_api_base: String,
+    /// The secret key (`sk_...`); unset, checkout and portal answer 503.
+    pub stripe_secret_key: Option<String>,
+    /// The webhook endpoint's signing secret (`whsec_...`); unset, the webhook answers 503.
+    pub webhook_secret: Option<String>,
+    /// The price a checkout subscribes to (`price_...`).
+    pub price_pro: Option<String>,
+    /// Where Stripe sends the customer after paying, after cancelling, and back from the
+    /// portal; unset, `server.public_url`.
+    pub success_url: Option<String>,
+    pub cancel_url: Option<String>,
+    pub return_url: Option<String>,
+    /// Seconds one call to Stripe may take.
+    pub timeout_secs: u64,
+}
+
+impl Default for BillingConfig {
+    fn default() -> Self {
+        Self {
+            stripe_api_base: "https://api.stripe.com".to_owned(),
+            stripe_secret_key: None,
+            webhook_secret: None,
+            price_pro: None,
+            success_url: None,
+            cancel_url: None,
+            return_url: None,
+            timeout_secs: 20,
+        }
+    }
 }
 
 /// Outgoing mail (DESIGN.md runtime contract, Outgoing mail).

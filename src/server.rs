@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memvault_core::account::AccountSettings;
+use memvault_core::billing::BillingSettings;
 use memvault_core::embedders::{Embedders, ModelCatalog};
 use memvault_core::service::BootstrapOutcome;
 use memvault_core::service::{IntelligenceConfig, ModelPrice};
@@ -220,6 +221,7 @@ pub async fn start_service_with_clock(
         files: crate::files::file_settings(config),
         blobs: crate::files::blob_backend(config).map_err(StartupError::Blobs)?,
         account: account_settings(config).map_err(StartupError::Mail)?,
+        billing: billing_settings(config),
     };
     let service = Memvault::start(Arc::new(store), embedders, service_config).await?;
     let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;
@@ -268,6 +270,24 @@ fn account_settings(config: &Config) -> Result<AccountSettings, String> {
         mail_initial_backoff: Duration::from_millis(mail.initial_backoff_ms),
         mails_per_address_per_minute: config.account.mails_per_address_per_minute,
     })
+}
+
+/// Stripe, from `[billing]`; the return addresses default to the public address.
+fn billing_settings(config: &Config) -> BillingSettings {
+    let billing = &config.billing;
+    let public = crate::files::public_url(config);
+    let or_public = |url: &Option<String>| url.clone().unwrap_or_else(|| format!("{public}/"));
+    BillingSettings {
+        api_base: billing.stripe_api_base.clone(),
+        secret_key: billing.stripe_secret_key.clone(),
+        webhook_secret: billing.webhook_secret.clone(),
+        price_pro: billing.price_pro.clone(),
+        success_url: or_public(&billing.success_url),
+        cancel_url: or_public(&billing.cancel_url),
+        return_url: or_public(&billing.return_url),
+        timeout: Duration::from_secs(billing.timeout_secs.max(1)),
+        ..BillingSettings::default()
+    }
 }
 
 /// The LLM side of the service: the platform LLM (its key read from the environment

@@ -6,6 +6,7 @@ pub mod account;
 pub mod admin;
 pub mod audit;
 pub mod auth;
+pub mod billing;
 pub mod blobs;
 pub mod collections;
 pub mod extract;
@@ -37,8 +38,8 @@ use axum::Router;
 use memvault_core::pageviews::Pageviews;
 use memvault_core::status::StatusMonitor;
 use memvault_core::{
-    Accounts, AuditTrail, Authorizer, Collections, Files, Graph, Internal, Keys, Maintenance,
-    Memories, Memvault, Operator, Proxy, Search, Settings, Tenants,
+    Accounts, AuditTrail, Authorizer, Billing, Collections, Files, Graph, Internal, Keys,
+    Maintenance, Memories, Memvault, Operator, Proxy, Search, Settings, Tenants,
 };
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
@@ -75,6 +76,7 @@ pub struct AppState {
     pub rate_limits: Arc<RateLimits>,
     pub internal: Internal,
     pub accounts: Accounts,
+    pub billing: Billing,
     /// Signup and recover-key limits per client address, and whether signup is on.
     pub account_limits: Arc<account::AccountLimits>,
     /// The shared secrets of the internal endpoints (none by default: they answer 503).
@@ -109,6 +111,7 @@ impl AppState {
             rate_limits: Arc::new(rate_limits),
             internal: service.internal(),
             accounts: service.accounts(),
+            billing: service.billing(),
             account_limits: Arc::new(account::AccountLimits::default()),
             internal_secrets: internal::InternalSecrets::default(),
         }
@@ -184,6 +187,7 @@ fn memory_routes() -> OpenApiRouter<AppState> {
         .merge(settings::routes())
         .merge(internal::routes())
         .merge(account::routes())
+        .nest("/stripe", billing::routes())
         .merge(storage::routes())
         .nest("/webhook", webhooks::routes())
 }

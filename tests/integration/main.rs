@@ -7,6 +7,7 @@
 mod access;
 mod account;
 mod basics;
+mod billing;
 mod collections;
 mod durability;
 mod errors;

@@ -72,6 +72,18 @@ pub enum Error {
     /// A reveal link that does not exist, was used, or expired (one answer for all three).
     #[error("this link is not valid: it was already used, it expired, or it never existed; ask for a new one with POST /v1/memory/recover-key")]
     RevealLinkInvalid,
+    /// Billing is not set up on this server (no Stripe key, price or webhook secret).
+    #[error("{0}")]
+    BillingNotConfigured(String),
+    /// The billing portal for a tenant that never completed a checkout.
+    #[error("this account has no Stripe customer yet: subscribe first with POST /v1/memory/stripe/checkout/create")]
+    BillingNoCustomer,
+    /// Stripe failed or refused a call.
+    #[error("{0}")]
+    BillingUpstream(String),
+    /// A Stripe webhook delivery whose signature does not check out.
+    #[error("{0}")]
+    StripeSignatureInvalid(String),
     /// Signup or recovery on a server that cannot send mail.
     #[error("this server sends no mail (no [mail] configured), so signup and key recovery are off; ask the operator for a key")]
     MailNotConfigured,
@@ -218,6 +230,10 @@ impl Error {
             Error::TenantExists { .. } => ErrorCode::TenantExists,
             Error::RevealLinkInvalid => ErrorCode::RevealLinkInvalid,
             Error::MailNotConfigured => ErrorCode::MailNotConfigured,
+            Error::BillingNotConfigured(_) => ErrorCode::BillingNotConfigured,
+            Error::BillingNoCustomer => ErrorCode::BillingNoCustomer,
+            Error::BillingUpstream(_) => ErrorCode::BillingUpstreamFailed,
+            Error::StripeSignatureInvalid(_) => ErrorCode::StripeSignatureInvalid,
             Error::CollectionExists(_) => ErrorCode::CollectionExists,
             Error::KeyRevoked(_) => ErrorCode::KeyRevoked,
             Error::KeyInactive(_) => ErrorCode::KeyInactive,

@@ -17,6 +17,7 @@
 //!   webhooks (and later caches, metering, connectors).
 //! - [`extraction`]: asynchronous remember as a job kind on `memvault-jobs`.
 //! - [`webhooks`]: signed outbound webhooks for memory events, from a durable outbox.
+//! - [`billing`]: Stripe sessions and the webhook signature.
 //! - [`account`]: outgoing mail as a job kind, one-time reveal links and their letters.
 //!
 //! Actors know nothing of HTTP; storage goes through `memvault-storage`'s traits.
@@ -24,6 +25,7 @@
 pub mod account;
 pub mod agent;
 pub mod audit;
+pub mod billing;
 mod call;
 pub mod collection;
 pub mod embedders;
@@ -46,7 +48,7 @@ pub mod webhooks;
 pub use agent::Agent;
 pub use error::{Error, Result};
 pub use memvault_storage::RevealPurpose;
-pub use service::{Accounts, RevealView, RevealedKey};
+pub use service::{Accounts, Billing, EventOutcome, ReturnUrls, RevealView, RevealedKey};
 pub use service::{
     AuditTrail, Authorizer, Collections, Contradiction, ExtractionLlmInput, ExtractionLlmView,
     Extractor, Graph, Keys, ListPage, Maintenance, Memories, Memvault, Operator, Profile, Proxy,

@@ -216,6 +216,23 @@ impl memvault_storage::AccountStore for FlakyStore {
     fn prune_reveals(&self, before: chrono::DateTime<chrono::Utc>) -> StoreResult<usize> {
         self.inner.prune_reveals(before)
     }
+
+    fn record_event_once(
+        &self,
+        source: &str,
+        id: &str,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<bool> {
+        self.inner.record_event_once(source, id, at)
+    }
+
+    fn forget_event(&self, source: &str, id: &str) -> StoreResult<()> {
+        self.inner.forget_event(source, id)
+    }
+
+    fn prune_events(&self, before: chrono::DateTime<chrono::Utc>) -> StoreResult<usize> {
+        self.inner.prune_events(before)
+    }
 }
 
 impl memvault_storage::AuditStore for FlakyStore {

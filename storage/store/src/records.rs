@@ -383,6 +383,24 @@ pub struct TenantSettings {
     /// The tenant's own S3-compatible bucket for its files; `None` = the platform's storage.
     #[serde(default)]
     pub storage: Option<StorageConfigRecord>,
+    /// The tenant's Stripe customer and subscription; `None` = never paid.
+    #[serde(default)]
+    pub billing: Option<BillingRecord>,
+}
+
+/// What Stripe told memvault about a tenant's subscription (from its signed webhooks).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BillingRecord {
+    /// Stripe's customer id (`cus_...`): the billing portal opens for it.
+    pub customer_id: Option<String>,
+    /// Stripe's subscription id (`sub_...`).
+    pub subscription_id: Option<String>,
+    /// The subscription's status as Stripe last reported it (`active`, `past_due`,
+    /// `canceled`, ...).
+    pub status: String,
+    /// The id of the event that last changed this record.
+    pub last_event_id: String,
+    pub updated_at: DateTime<Utc>,
 }
 
 /// A tenant's own object storage (bring-your-own bucket). Files stored while it is

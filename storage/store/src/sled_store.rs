@@ -3,9 +3,10 @@
 //! Four trees. `tenants` maps a tenant id to its record. `outbox` holds the webhook
 //! deliveries not yet delivered under `{tenant}/{delivery}` (a tree of its own, so that
 //! loading every pending delivery at start-up scans only those; a tenant's are found by
-//! its prefix). `account` holds the outgoing mail queue under `mail/{id}` and the
-//! one-time reveal links under `reveal/{token hash}` (neither is reached through a tenant
-//! prefix: a reveal link is found by its token alone). `data` holds everything else under keys that start with the tenant id, so
+//! its prefix). `account` holds the outgoing mail queue under `mail/{id}`, the
+//! one-time reveal links under `reveal/{token hash}` and the handled outside events
+//! under `event/{source}/{id}` (none is reached through a tenant prefix: a reveal link is
+//! found by its token alone, an event by its id). `data` holds everything else under keys that start with the tenant id, so
 //! that no key of one tenant can be read through another's prefix:
 //!
 //! ```text
@@ -699,6 +700,7 @@ impl OutboxStore for SledStore {
 
 const MAIL_PREFIX: &str = "mail/";
 const REVEAL_PREFIX: &str = "reveal/";
+const EVENT_PREFIX: &str = "event/";
 
 impl SledStore {
     /// Every record of the account tree under `prefix`.
@@ -792,6 +794,37 @@ impl AccountStore for SledStore {
     fn prune_reveals(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize> {
         self.remove_account_records(REVEAL_PREFIX, |reveal: &RevealRecord| {
             reveal.expires_at < before
+        })
+    }
+
+    fn record_event_once(
+        &self,
+        source: &str,
+        id: &str,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<bool> {
+        let key = format!("{EVENT_PREFIX}{source}/{id}");
+        let value = serde_json::to_vec(&at)?;
+        // Compare-and-swap from absent: atomic, so one of two concurrent calls wins.
+        let first = self
+            .account
+            .compare_and_swap(key.as_bytes(), None as Option<&[u8]>, Some(value))?
+            .is_ok();
+        if first {
+            self.flush()?;
+        }
+        Ok(first)
+    }
+
+    fn forget_event(&self, source: &str, id: &str) -> Result<()> {
+        self.account
+            .remove(format!("{EVENT_PREFIX}{source}/{id}").as_bytes())?;
+        self.flush()
+    }
+
+    fn prune_events(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize> {
+        self.remove_account_records(EVENT_PREFIX, |at: &chrono::DateTime<chrono::Utc>| {
+            *at < before
         })
     }
 }

@@ -177,6 +177,21 @@ pub trait AccountStore: Send + Sync + 'static {
     fn delete_reveals_of(&self, tenant: &TenantId) -> Result<usize>;
     /// Removes reveal links that expired before `before`.
     fn prune_reveals(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize>;
+
+    /// Records that the event `id` of `source` (a Stripe event, an inbound message id)
+    /// was handled at `at`; `true` the first time, `false` when it was recorded already.
+    /// Of two concurrent calls for one event, exactly one gets `true`.
+    fn record_event_once(
+        &self,
+        source: &str,
+        id: &str,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<bool>;
+    /// Forgets one event (it was recorded, then its handling failed: a retry must find it
+    /// new).
+    fn forget_event(&self, source: &str, id: &str) -> Result<()>;
+    /// Forgets events recorded before `before`; returns how many.
+    fn prune_events(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize>;
 }
 
 /// Everything the service persists; one value of it is shared by all actors.

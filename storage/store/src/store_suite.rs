@@ -24,8 +24,8 @@ use crate::records::{
     TenantSettings, UsageRow,
 };
 use crate::records::{
-    AuditEntry, MailRecord, OutboxDelivery, RevealPurpose, RevealRecord, StorageConfigRecord,
-    WebhookRecord,
+    AuditEntry, BillingRecord, MailRecord, OutboxDelivery, RevealPurpose, RevealRecord,
+    StorageConfigRecord, WebhookRecord,
 };
 use crate::store::Store;
 
@@ -56,6 +56,7 @@ macro_rules! store_suite {
                 outbox_keeps_deliveries_until_deleted,
                 mail_queue_keeps_mails_until_deleted,
                 reveal_links_are_taken_once,
+                events_are_recorded_once,
                 audit_is_per_tenant_newest_first_and_pruned_by_age,
                 staged_embeddings_resume_by_key_and_swap_in_one_write,
                 staged_embeddings_of_another_model_are_dropped,
@@ -479,6 +480,13 @@ pub fn settings_default_then_round_trip(store: &dyn Store) {
             force_path_style: true,
             updated_at: Utc::now(),
         }),
+        billing: Some(BillingRecord {
+            customer_id: Some("cus_1".to_owned()),
+            subscription_id: Some("sub_1".to_owned()),
+            status: "active".to_owned(),
+            last_event_id: "evt_1".to_owned(),
+            updated_at: Utc::now(),
+        }),
     };
     store.put_tenant_settings(&tenant.id, &settings).unwrap();
     assert_eq!(store.tenant_settings(&tenant.id).unwrap(), settings);
@@ -787,6 +795,39 @@ pub fn reveal_links_are_taken_once(store: &dyn Store) {
     assert_eq!(
         store.reveal("h5").unwrap().map(|r| r.tenant_id),
         Some(second.id.clone())
+    );
+}
+
+pub fn events_are_recorded_once(store: &dyn Store) {
+    let at = |day: u32| Utc.with_ymd_and_hms(2026, 4, day, 0, 0, 0).unwrap();
+    assert!(store.record_event_once("stripe", "evt_1", at(1)).unwrap());
+    assert!(
+        !store.record_event_once("stripe", "evt_1", at(2)).unwrap(),
+        "a second time"
+    );
+    assert!(
+        store.record_event_once("mail", "evt_1", at(1)).unwrap(),
+        "sources are apart"
+    );
+    assert!(store.record_event_once("stripe", "evt_2", at(5)).unwrap());
+    assert_eq!(
+        store.prune_events(at(3)).unwrap(),
+        2,
+        "both recorded on day 1"
+    );
+    assert!(
+        store.record_event_once("stripe", "evt_1", at(6)).unwrap(),
+        "forgotten"
+    );
+    assert!(
+        !store.record_event_once("stripe", "evt_2", at(6)).unwrap(),
+        "kept"
+    );
+    store.forget_event("stripe", "evt_2").unwrap();
+    store.forget_event("stripe", "never-there").unwrap();
+    assert!(
+        store.record_event_once("stripe", "evt_2", at(7)).unwrap(),
+        "forgotten one"
     );
 }
 

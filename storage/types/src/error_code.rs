@@ -49,6 +49,7 @@ macro_rules! make_error_codes {
 
 make_error_codes! {
     BodyUnreadable = ("body_unreadable", 400, "The request body could not be read (the connection failed or the body is not valid for its encoding).");
+    StripeSignatureInvalid = ("stripe_signature_invalid", 400, "A Stripe webhook delivery whose Stripe-Signature is missing, malformed, stale (over 5 minutes) or does not match the body.");
     MissingApiKey = ("missing_api_key", 401, "No API key: the Authorization header is missing or has nothing after 'Bearer'.");
     InternalSecretInvalid = ("internal_secret_invalid", 401, "An internal endpoint was called without its shared secret (X-Memvault-Internal-Secret) or with a wrong one.");
     InvalidApiKey = ("invalid_api_key", 401, "The Authorization header is not 'Bearer mv_...', or the key is unknown, revoked or expired.");
@@ -73,6 +74,7 @@ make_error_codes! {
     RevealLinkInvalid = ("reveal_link_invalid", 404, "The key reveal link was already used, expired, or never existed; ask for a new one with POST /v1/memory/recover-key.");
     MethodNotAllowed = ("method_not_allowed", 405, "The path exists but not with this HTTP method.");
     TenantExists = ("tenant_exists", 409, "A tenant with this email exists already.");
+    BillingNoCustomer = ("billing_no_customer", 409, "The account has no Stripe customer yet: subscribe with a checkout first.");
     CollectionExists = ("collection_exists", 409, "A collection with this name exists already.");
     BatchConflict = ("batch_conflict", 409, "The ingest batch is still being processed, or the item did not fail: only a finished batch's failed items are retried or removed.");
     KeyRevoked = ("key_revoked", 409, "The API key is revoked already.");
@@ -94,6 +96,7 @@ make_error_codes! {
     RateLimited = ("rate_limited", 429, "The API key is over its rate limit; retry after Retry-After seconds.");
     InternalError = ("internal_error", 500, "An unexpected failure; the detail says only \"internal error\" and the cause is logged.");
     UpstreamFailed = ("upstream_failed", 502, "An LLM the request depends on failed or answered nonsense.");
+    BillingUpstreamFailed = ("billing_upstream_failed", 502, "Stripe failed or refused the call; the detail has its message.");
     ActorUnavailable = ("actor_unavailable", 503, "The part of the service that owns the resource is restarting, stopped or could not start; retry shortly.");
     TaskFailed = ("task_failed", 503, "Background work the request waited for did not complete; retry shortly.");
     IndexFailed = ("index_failed", 503, "The collection's search index failed; it is rebuilt, retry shortly.");
@@ -102,6 +105,7 @@ make_error_codes! {
     ExtractionUnavailable = ("extraction_unavailable", 503, "The extraction queue is not running.");
     StorageUnavailable = ("storage_unavailable", 503, "The file storage (local directory or S3 bucket) failed; retry shortly.");
     MailNotConfigured = ("mail_not_configured", 503, "The server sends no mail, so signup and key recovery are off.");
+    BillingNotConfigured = ("billing_not_configured", 503, "Billing is off on this server: no Stripe secret key, price or webhook secret is configured.");
     InternalNotConfigured = ("internal_not_configured", 503, "The internal endpoint is off: the server has no shared secret for it (e.g. internal.embed_secret).");
     EncryptionKeyMissing = ("encryption_key_missing", 503, "The server has no encryption key, so it cannot store credentials.");
     LlmKeyUnreadable = ("llm_key_unreadable", 503, "The tenant's stored LLM key cannot be decrypted.");

@@ -12,7 +12,7 @@ use crate::support::unique;
 /// suites, because one request there reaches many collections: MCP tools
 /// (tests/integration/mcp.rs) and the chat proxy, which needs an LLM upstream
 /// (tests/integration/proxy.rs); and the file routes, whose bodies are multipart.
-pub(super) const OWN_SUITES: [(&str, &str); 13] = [
+pub(super) const OWN_SUITES: [(&str, &str); 15] = [
     ("POST", "/v1/mcp"),
     ("POST", "/v1/proxy/chat/completions"),
     // The file routes: multipart bodies and batch ids made by earlier requests. Their
@@ -41,6 +41,10 @@ pub(super) const OWN_SUITES: [(&str, &str); 13] = [
     // Its success needs a live S3 bucket: tests/integration/files_storage.rs checks it,
     // and that other keys (agent, none) are refused.
     ("PUT", "/v1/memory/storage/config"),
+    // Their success needs Stripe: tests/integration/billing.rs checks them against a
+    // fake, and that agent keys and no key are refused.
+    ("POST", "/v1/memory/stripe/checkout/create"),
+    ("POST", "/v1/memory/stripe/portal"),
     ("POST", "/v1/memory/ingest/batch/{batch_id}/retry"),
     (
         "DELETE",
@@ -53,7 +57,7 @@ pub(super) const OWN_SUITES: [(&str, &str); 13] = [
 /// file a presigned URL's signature names (`/v1/blobs/{key}`; tampered, expired and
 /// other-key URLs are refused in tests/integration/files.rs and the `files` conformance
 /// area).
-pub(super) const PUBLIC: [(&str, &str); 11] = [
+pub(super) const PUBLIC: [(&str, &str); 12] = [
     ("GET", "/v1/memory/health"),
     ("GET", "/v1/status"),
     ("POST", "/v1/pulse"),
@@ -67,6 +71,8 @@ pub(super) const PUBLIC: [(&str, &str); 11] = [
     ("POST", "/v1/memory/recover-key"),
     ("GET", "/v1/memory/reveal/{token}"),
     ("POST", "/v1/memory/reveal/{token}"),
+    // Stripe signs it: tests/integration/billing.rs.
+    ("POST", "/v1/memory/stripe/webhook"),
 ];
 
 /// The webhook the owner's own case sets: a public address literal, so the SSRF guard

@@ -5,6 +5,7 @@
 pub mod access;
 mod accounts;
 mod audit;
+mod billing;
 mod changes;
 mod collections;
 mod files;
@@ -35,6 +36,7 @@ pub use access::{
 };
 pub use accounts::{Accounts, RevealView, RevealedKey};
 pub use audit::AuditTrail;
+pub use billing::{Billing, EventOutcome, ReturnUrls};
 pub use changes::CollectionChanges;
 pub use collections::{CollectionView, Collections};
 pub use files::{
@@ -102,6 +104,8 @@ pub struct ServiceConfig {
     pub blobs: BlobBackend,
     /// Outgoing mail, reveal links, signup and recovery limits.
     pub account: crate::account::AccountSettings,
+    /// Stripe: keys, price, where customers return.
+    pub billing: crate::billing::BillingSettings,
 }
 
 /// The blob store files go to, and the signer that checks the presigned URLs memvault
@@ -158,6 +162,7 @@ impl Default for ServiceConfig {
             files: crate::files::FileSettings::default(),
             blobs: BlobBackend::in_memory("http://127.0.0.1:8420"),
             account: crate::account::AccountSettings::default(),
+            billing: crate::billing::BillingSettings::default(),
         }
     }
 }
@@ -224,13 +229,14 @@ fn schedule_pruning(scheduler: &Scheduler, store: &Arc<dyn Store>, config: &Serv
     let reveal_store = store.clone();
     scheduler.every(
         Recurring {
-            name: "reveal_link_pruning",
+            name: "account_pruning",
             period: HOUR,
             jitter,
             run_at_start: true,
         },
         move || {
             let store = reveal_store.clone();
+            let reveal_store_events = reveal_store.clone();
             async move {
                 let before = chrono::Utc::now();
                 let pruned = blocking(move || store.prune_reveals(before))
@@ -238,6 +244,15 @@ fn schedule_pruning(scheduler: &Scheduler, store: &Arc<dyn Store>, config: &Serv
                     .map_err(|error| error.to_string())?;
                 if pruned > 0 {
                     tracing::info!(pruned, "expired reveal links pruned");
+                }
+                // Stripe retries an event for three days; a month covers it.
+                let before = chrono::Utc::now() - chrono::Duration::days(30);
+                let store = reveal_store_events.clone();
+                let pruned = blocking(move || store.prune_events(before))
+                    .await
+                    .map_err(|error| error.to_string())?;
+                if pruned > 0 {
+                    tracing::info!(pruned, "old handled-event records pruned");
                 }
                 Ok(())
             }
@@ -310,6 +325,8 @@ struct Inner {
     signups: tokio::sync::Mutex<()>,
     /// Reveal mails per address per minute.
     mail_limiter: crate::ratelimit::FixedWindowLimiter,
+    /// Calls Stripe; `None` without a secret key.
+    stripe: Option<crate::billing::stripe::StripeClient>,
     reembed_progress: ReembedProgress,
     /// The subscriber that turns events into outbox deliveries; awaited at shutdown so
     /// the last writes' events reach the outbox.
@@ -411,6 +428,13 @@ impl Memvault {
             ),
             None => None,
         };
+        let stripe =
+            crate::billing::stripe::StripeClient::new(&config.billing).map_err(|reason| {
+                Error::StartFailed {
+                    what: "the Stripe client".to_owned(),
+                    reason,
+                }
+            })?;
         let audit = AuditLog::start(store.clone());
         let scheduler = Scheduler::new();
         schedule_pruning(&scheduler, &store, &config);
@@ -438,6 +462,7 @@ impl Memvault {
                 mail,
                 signups: tokio::sync::Mutex::new(()),
                 mail_limiter: crate::ratelimit::FixedWindowLimiter::new(100_000),
+                stripe,
                 webhook_recorder: Mutex::new(Some(recorder)),
                 scheduler,
                 metrics: Metrics::new(),
@@ -583,6 +608,11 @@ impl Memvault {
     /// Signup, key recovery and the one-time reveal.
     pub fn accounts(&self) -> Accounts {
         Accounts { root: self.clone() }
+    }
+
+    /// Stripe checkout, portal and webhook events.
+    pub fn billing(&self) -> Billing {
+        Billing { root: self.clone() }
     }
 
     /// What memvault's own other processes call (internal embed).

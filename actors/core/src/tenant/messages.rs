@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use memvault_index::VectorIndex;
-use memvault_storage::{ApiKeyRecord, CollectionName, EmbeddingModel, GrantRecord, TenantSettings};
+use memvault_storage::{
+    ApiKeyRecord, CollectionName, EmbeddingModel, GrantRecord, TenantRecord, TenantSettings,
+};
 use ractor::RpcReplyPort;
 use serde_json::{Map, Value};
 
@@ -13,6 +15,10 @@ use crate::error::Result;
 
 /// A change of a tenant's settings: given the current ones, the new ones (or a refusal).
 pub type SettingsChange = Box<dyn FnOnce(&TenantSettings) -> Result<TenantSettings> + Send>;
+
+/// A change of a tenant's record (its tier): given the current one, the new one (or a
+/// refusal). The id and creation time are kept whatever the change returns.
+pub type RecordChange = Box<dyn FnOnce(&TenantRecord) -> Result<TenantRecord> + Send>;
 
 pub enum TenantMessage {
     /// The collection, created when missing (auto-create on first write).
@@ -72,6 +78,11 @@ pub enum TenantMessage {
     UpdateSettings {
         change: SettingsChange,
         reply: RpcReplyPort<Result<Arc<TenantSettings>>>,
+    },
+    /// Changes the tenant's record (its tier, after a billing event).
+    UpdateRecord {
+        change: RecordChange,
+        reply: RpcReplyPort<Result<Arc<TenantRecord>>>,
     },
     /// Switches a collection to the vectors `model` made for it (its re-embedding is
     /// staged) and records the model in the collection's record.

@@ -153,6 +153,26 @@ async fn update_settings(
     Ok(settings)
 }
 
+async fn update_record(
+    state: &mut TenantState,
+    change: messages::RecordChange,
+) -> Result<Arc<memvault_storage::TenantRecord>> {
+    let snapshot = state.snapshot();
+    let current = &snapshot.record;
+    let record = memvault_storage::TenantRecord {
+        id: current.id.clone(),
+        created_at: current.created_at,
+        ..change(current)?
+    };
+    let (store, stored) = (state.store.clone(), record.clone());
+    blocking(move || store.put_tenant(&stored)).await?;
+    let record = Arc::new(record);
+    let mut snapshot = (*snapshot).clone();
+    snapshot.record = record.clone();
+    state.publish(snapshot);
+    Ok(record)
+}
+
 fn new_collection_record(
     name: CollectionName,
     description: Option<String>,
@@ -421,6 +441,10 @@ impl Actor for TenantActor {
             }
             TenantMessage::UpdateSettings { change, reply } => {
                 let result = update_settings(state, change).await;
+                let _ = reply.send(result);
+            }
+            TenantMessage::UpdateRecord { change, reply } => {
+                let result = update_record(state, change).await;
                 let _ = reply.send(result);
             }
             TenantMessage::SwitchEmbeddings {

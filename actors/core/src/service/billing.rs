@@ -1,0 +1,282 @@
+//! Billing: Stripe checkout and portal sessions for a tenant, and the signed webhook
+//! events that change its tier.
+//!
+//! - **Checkout** subscribes the tenant to `price_pro`; the session names the tenant in
+//!   `client_reference_id` and in the metadata of the session and of the subscription, so
+//!   every later event finds it. A tenant that has a Stripe customer checks out as it.
+//! - **Portal** opens Stripe's billing portal for the tenant's customer (known from the
+//!   first completed checkout).
+//! - **Events** are verified (`Stripe-Signature`), handled once by event id, and applied:
+//!   `checkout.session.completed` upgrades to the paid tier;
+//!   `customer.subscription.created`/`updated` follow the subscription's status (active,
+//!   trialing or past due: paid; canceled, unpaid, expired or paused: free);
+//!   `customer.subscription.deleted` downgrades. Other types are acknowledged and
+//!   ignored. A tenant on another tier (`admin`, a custom one) keeps it; only the billing
+//!   record changes.
+
+use chrono::Utc;
+use memvault_storage::{BillingRecord, TenantId, TenantRecord, TenantSettings};
+
+use super::Memvault;
+use crate::agent::Agent;
+use crate::billing::signature;
+use crate::billing::stripe::{Event, ObjectFields, Session, StripeClient, TENANT_METADATA};
+use crate::call::blocking;
+use crate::error::{Error, Result};
+use crate::tenant::TenantMessage;
+
+/// Where a checkout or portal session sends the customer back; `None`: the configured
+/// defaults.
+#[derive(Debug, Clone, Default)]
+pub struct ReturnUrls {
+    pub success_url: Option<String>,
+    pub cancel_url: Option<String>,
+    pub return_url: Option<String>,
+}
+
+/// What a webhook event did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventOutcome {
+    /// The tenant's billing record (and maybe tier) now reflects the event.
+    Applied { tenant: TenantId, tier: String },
+    /// This event id was handled before.
+    Duplicate,
+    /// Acknowledged, nothing to do (another type, or no tenant to match).
+    Ignored(String),
+}
+
+/// Checkout, portal, webhook events.
+#[derive(Clone)]
+pub struct Billing {
+    pub(super) root: Memvault,
+}
+
+impl Billing {
+    /// A Stripe checkout session for the caller's tenant to subscribe to the paid price.
+    pub async fn checkout(&self, agent: &Agent, urls: ReturnUrls) -> Result<Session> {
+        let client = self.client()?;
+        let settings = &self.root.inner.config.billing;
+        let price = settings
+            .price_pro
+            .clone()
+            .filter(|price| !price.is_empty())
+            .ok_or_else(|| {
+                Error::BillingNotConfigured("no price is configured (billing.price_pro)".to_owned())
+            })?;
+        let handle = self.root.tenant_handle(&agent.tenant_id)?;
+        let snapshot = handle.snapshot();
+        let tenant = &snapshot.record;
+        let id = tenant.id.to_string();
+        let mut form = vec![
+            ("mode".to_owned(), "subscription".to_owned()),
+            ("line_items[0][price]".to_owned(), price),
+            ("line_items[0][quantity]".to_owned(), "1".to_owned()),
+            ("client_reference_id".to_owned(), id.clone()),
+            (format!("metadata[{TENANT_METADATA}]"), id.clone()),
+            (
+                format!("subscription_data[metadata][{TENANT_METADATA}]"),
+                id,
+            ),
+            (
+                "success_url".to_owned(),
+                urls.success_url
+                    .unwrap_or_else(|| settings.success_url.clone()),
+            ),
+            (
+                "cancel_url".to_owned(),
+                urls.cancel_url
+                    .unwrap_or_else(|| settings.cancel_url.clone()),
+            ),
+        ];
+        match snapshot
+            .settings
+            .billing
+            .as_ref()
+            .and_then(|billing| billing.customer_id.clone())
+        {
+            Some(customer) => form.push(("customer".to_owned(), customer)),
+            None => form.push(("customer_email".to_owned(), tenant.email.clone())),
+        }
+        let session = client
+            .checkout_session(&form)
+            .await
+            .map_err(|error| Error::BillingUpstream(error.0))?;
+        tracing::info!(tenant = %agent.tenant_id, session = %session.id, "checkout session created");
+        Ok(session)
+    }
+
+    /// A Stripe billing-portal session for the caller's tenant's customer.
+    pub async fn portal(&self, agent: &Agent, urls: ReturnUrls) -> Result<Session> {
+        let client = self.client()?;
+        let customer = self
+            .root
+            .tenant_handle(&agent.tenant_id)?
+            .snapshot()
+            .settings
+            .billing
+            .as_ref()
+            .and_then(|billing| billing.customer_id.clone())
+            .ok_or(Error::BillingNoCustomer)?;
+        let form = vec![
+            ("customer".to_owned(), customer),
+            (
+                "return_url".to_owned(),
+                urls.return_url
+                    .unwrap_or_else(|| self.root.inner.config.billing.return_url.clone()),
+            ),
+        ];
+        client
+            .portal_session(&form)
+            .await
+            .map_err(|error| Error::BillingUpstream(error.0))
+    }
+
+    /// Verifies and applies one webhook delivery (`body` exactly as received).
+    pub async fn handle_event(&self, body: &[u8], signature: Option<&str>) -> Result<EventOutcome> {
+        let secret = self
+            .root
+            .inner
+            .config
+            .billing
+            .webhook_secret
+            .clone()
+            .filter(|secret| !secret.is_empty())
+            .ok_or_else(|| {
+                Error::BillingNotConfigured(
+                    "the Stripe webhook has no signing secret (billing.webhook_secret)".to_owned(),
+                )
+            })?;
+        signature::verify(signature, body, &secret, Utc::now().timestamp())
+            .map_err(|error| Error::StripeSignatureInvalid(error.to_string()))?;
+        let event: Event = serde_json::from_slice(body)
+            .map_err(|error| Error::Invalid(format!("the body is not a Stripe event: {error}")))?;
+        let store = self.root.inner.store.clone();
+        let id = event.id.clone();
+        if !blocking(move || store.record_event_once("stripe", &id, Utc::now())).await? {
+            return Ok(EventOutcome::Duplicate);
+        }
+        match self.apply(&event).await {
+            Ok(outcome) => {
+                tracing::info!(event = %event.id, kind = %event.kind, ?outcome, "Stripe event handled");
+                Ok(outcome)
+            }
+            Err(error) => {
+                // Not handled after all: Stripe's retry must find it new.
+                let store = self.root.inner.store.clone();
+                let id = event.id.clone();
+                if let Err(forget) = blocking(move || store.forget_event("stripe", &id)).await {
+                    tracing::error!(event = %event.id, %forget, "a failed Stripe event could not be forgotten");
+                }
+                Err(error)
+            }
+        }
+    }
+
+    async fn apply(&self, event: &Event) -> Result<EventOutcome> {
+        let settings = &self.root.inner.config.billing;
+        let fields = ObjectFields::of(&event.data.object);
+        let paid = match event.kind.as_str() {
+            "checkout.session.completed" => true,
+            "customer.subscription.created" | "customer.subscription.updated" => {
+                match fields.status.as_deref() {
+                    Some("active" | "trialing" | "past_due") => true,
+                    Some("canceled" | "unpaid" | "incomplete_expired" | "paused") => false,
+                    other => {
+                        return Ok(EventOutcome::Ignored(format!(
+                            "subscription status {other:?} changes nothing"
+                        )))
+                    }
+                }
+            }
+            "customer.subscription.deleted" => false,
+            other => return Ok(EventOutcome::Ignored(format!("event type {other}"))),
+        };
+        let Some(tenant) = self.tenant_of(&fields) else {
+            return Ok(EventOutcome::Ignored(
+                "no tenant matches the event's client_reference_id, metadata or customer"
+                    .to_owned(),
+            ));
+        };
+        let status = match (event.kind.as_str(), paid) {
+            ("checkout.session.completed", _) => "active".to_owned(),
+            ("customer.subscription.deleted", _) => "canceled".to_owned(),
+            _ => fields.status.clone().unwrap_or_default(),
+        };
+        let event_id = event.id.clone();
+        let update = fields.clone();
+        self.root
+            .call_tenant(&tenant.id, |reply| TenantMessage::UpdateSettings {
+                change: Box::new(move |current: &TenantSettings| {
+                    let previous = current.billing.clone();
+                    Ok(TenantSettings {
+                        billing: Some(BillingRecord {
+                            customer_id: update
+                                .customer
+                                .or_else(|| previous.as_ref().and_then(|b| b.customer_id.clone())),
+                            subscription_id: update.subscription.or_else(|| {
+                                previous.as_ref().and_then(|b| b.subscription_id.clone())
+                            }),
+                            status,
+                            last_event_id: event_id,
+                            updated_at: Utc::now(),
+                        }),
+                        ..current.clone()
+                    })
+                }),
+                reply,
+            })
+            .await?;
+        let target = if paid {
+            settings.paid_tier.clone()
+        } else {
+            settings.free_tier.clone()
+        };
+        let billed_tiers = [settings.paid_tier.clone(), settings.free_tier.clone()];
+        let record = self
+            .root
+            .call_tenant(&tenant.id, |reply| TenantMessage::UpdateRecord {
+                change: Box::new(move |current: &TenantRecord| {
+                    let mut record = current.clone();
+                    if billed_tiers.contains(&record.tier) {
+                        record.tier = target;
+                    }
+                    Ok(record)
+                }),
+                reply,
+            })
+            .await?;
+        Ok(EventOutcome::Applied {
+            tenant: tenant.id.clone(),
+            tier: record.tier.clone(),
+        })
+    }
+
+    /// The tenant an event is about: by the id it carries, else by its Stripe customer.
+    fn tenant_of(&self, fields: &ObjectFields) -> Option<TenantRecord> {
+        if let Some(id) = &fields.tenant {
+            let id = TenantId::from_stored(id);
+            if let Ok(handle) = self.root.tenant_handle(&id) {
+                return Some((*handle.snapshot().record).clone());
+            }
+        }
+        let customer = fields.customer.as_ref()?;
+        self.root.inner.tenants.iter().find_map(|tenant| {
+            let snapshot = tenant.snapshot();
+            let matches = snapshot
+                .settings
+                .billing
+                .as_ref()
+                .and_then(|billing| billing.customer_id.as_ref())
+                == Some(customer);
+            matches.then(|| (*snapshot.record).clone())
+        })
+    }
+
+    fn client(&self) -> Result<&StripeClient> {
+        self.root.inner.stripe.as_ref().ok_or_else(|| {
+            Error::BillingNotConfigured(
+                "billing is off on this server (no billing.stripe_secret_key)".to_owned(),
+            )
+        })
+    }
+}
