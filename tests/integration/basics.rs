@@ -190,11 +190,6 @@ fn unknown_routes_and_methods_answer_with_detail() {
             .unwrap(),
         405,
     );
-    // Public paths that do not exist yet never ask for a key.
-    expect_error(
-        Client::anonymous().post("/v1/memory/recover-key", &json!({"email": "a@b.c"})),
-        404,
-    );
 }
 
 #[test]
