@@ -39,7 +39,7 @@ fn existing_collection(raw: &str) -> ApiResult<CollectionName> {
 }
 
 /// A collection name for writing (which may create it): an invalid name is a 422.
-fn collection_to_write(raw: &str) -> ApiResult<CollectionName> {
+pub fn collection_to_write(raw: &str) -> ApiResult<CollectionName> {
     CollectionName::parse(raw).map_err(ApiError::Validation)
 }
 

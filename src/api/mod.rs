@@ -20,6 +20,7 @@ pub mod mcp;
 pub mod memories;
 pub mod metrics;
 pub mod openapi;
+pub mod portability;
 pub mod operator;
 pub mod proxy;
 pub mod public;
@@ -38,7 +39,7 @@ use axum::Router;
 use memvault_core::pageviews::Pageviews;
 use memvault_core::status::StatusMonitor;
 use memvault_core::{
-    Accounts, AuditTrail, Authorizer, Billing, Collections, Files, Graph, Internal, Keys,
+    Accounts, AuditTrail, Authorizer, Billing, Portability, Collections, Files, Graph, Internal, Keys,
     Maintenance, Memories, Memvault, Operator, Proxy, Search, Settings, Tenants,
 };
 use tower_http::catch_panic::CatchPanicLayer;
@@ -77,6 +78,7 @@ pub struct AppState {
     pub internal: Internal,
     pub accounts: Accounts,
     pub billing: Billing,
+    pub portability: Portability,
     /// Signup and recover-key limits per client address, and whether signup is on.
     pub account_limits: Arc<account::AccountLimits>,
     /// The shared secrets of the internal endpoints (none by default: they answer 503).
@@ -112,6 +114,7 @@ impl AppState {
             internal: service.internal(),
             accounts: service.accounts(),
             billing: service.billing(),
+            portability: service.portability(),
             account_limits: Arc::new(account::AccountLimits::default()),
             internal_secrets: internal::InternalSecrets::default(),
         }
@@ -196,6 +199,7 @@ fn memory_routes() -> OpenApiRouter<AppState> {
 fn admin_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(admin::routes())
+        .merge(portability::routes())
         .merge(keys::admin_routes())
         .merge(operator::routes())
         .merge(maintenance::admin_routes())

@@ -15,6 +15,7 @@ mod keys;
 mod maintenance;
 mod memories;
 mod operator;
+mod portability;
 pub mod proxy;
 mod remember;
 mod search;
@@ -48,6 +49,9 @@ pub use keys::{Keys, NewKey};
 pub use maintenance::{CollectionReport, EmbeddingStatus, Maintenance, ServiceHealth};
 pub use memories::{ListPage, Memories};
 pub use operator::{EmbeddingsOverview, Operator, OperatorUsage, PurposeUsage, Signups};
+pub use portability::{
+    AccountExport, ImportCollection, ImportOutcome, ImportedMemory, Portability,
+};
 pub use proxy::Proxy;
 pub use remember::{
     Contradiction, Extractor, Graph, Profile, RememberInput, RememberOutcome, SlotHistory,
@@ -608,6 +612,11 @@ impl Memvault {
     /// Signup, key recovery and the one-time reveal.
     pub fn accounts(&self) -> Accounts {
         Accounts { root: self.clone() }
+    }
+
+    /// Account export and import.
+    pub fn portability(&self) -> Portability {
+        Portability { root: self.clone() }
     }
 
     /// Stripe checkout, portal and webhook events.
