@@ -20,8 +20,8 @@ pub mod mcp;
 pub mod memories;
 pub mod metrics;
 pub mod openapi;
-pub mod portability;
 pub mod operator;
+pub mod portability;
 pub mod proxy;
 pub mod public;
 pub mod ratelimit;
@@ -39,8 +39,8 @@ use axum::Router;
 use memvault_core::pageviews::Pageviews;
 use memvault_core::status::StatusMonitor;
 use memvault_core::{
-    Accounts, AuditTrail, Authorizer, Billing, Portability, Collections, Files, Graph, Internal, Keys,
-    Maintenance, Memories, Memvault, Operator, Proxy, Search, Settings, Tenants,
+    Accounts, AuditTrail, Authorizer, Billing, Collections, Files, Graph, Internal, Keys,
+    Maintenance, Memories, Memvault, Operator, Portability, Proxy, Search, Settings, Tenants,
 };
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;

@@ -63,7 +63,10 @@ pub async fn export(
     ));
     let mut response = body.into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{filename}\"")) {
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
@@ -152,7 +155,10 @@ fn exported_memory(collection: &str, memory: &MemoryRecord) -> Value {
             .collect();
         fields.remove("images");
         fields.insert("files".to_owned(), Value::Array(files));
-        fields.insert("collection".to_owned(), Value::String(collection.to_owned()));
+        fields.insert(
+            "collection".to_owned(),
+            Value::String(collection.to_owned()),
+        );
     }
     value
 }
@@ -351,13 +357,21 @@ fn imported_memory(item: Value, into: Option<&CollectionName>) -> Result<Importe
             Some(Value::String(name)) => {
                 collection_to_write(name).map_err(|error| error.to_string())?
             }
-            None | Some(Value::Null) => collection_to_write(IMPORT_DEFAULT_COLLECTION)
-                .map_err(|error| error.to_string())?,
+            None | Some(Value::Null) => {
+                collection_to_write(IMPORT_DEFAULT_COLLECTION).map_err(|error| error.to_string())?
+            }
             Some(_) => return Err("`collection` is not a string".to_owned()),
         },
     };
     let mut known = Map::new();
-    for name in ["text", "importance", "category", "source", "metadata", "container_tag"] {
+    for name in [
+        "text",
+        "importance",
+        "category",
+        "source",
+        "metadata",
+        "container_tag",
+    ] {
         if let Some(value) = fields.remove(name).filter(|value| !value.is_null()) {
             known.insert(name.to_owned(), value);
         }

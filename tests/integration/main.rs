@@ -28,6 +28,7 @@ mod mcp;
 mod memories;
 mod openapi;
 mod operator;
+mod portability;
 mod probes;
 mod proxy;
 mod reembed;

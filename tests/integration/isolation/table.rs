@@ -12,7 +12,7 @@ use crate::support::unique;
 /// suites, because one request there reaches many collections: MCP tools
 /// (tests/integration/mcp.rs) and the chat proxy, which needs an LLM upstream
 /// (tests/integration/proxy.rs); and the file routes, whose bodies are multipart.
-pub(super) const OWN_SUITES: [(&str, &str); 15] = [
+pub(super) const OWN_SUITES: [(&str, &str); 16] = [
     ("POST", "/v1/mcp"),
     ("POST", "/v1/proxy/chat/completions"),
     // The file routes: multipart bodies and batch ids made by earlier requests. Their
@@ -44,6 +44,9 @@ pub(super) const OWN_SUITES: [(&str, &str); 15] = [
     // Their success needs Stripe: tests/integration/billing.rs checks them against a
     // fake, and that agent keys and no key are refused.
     ("POST", "/v1/memory/stripe/checkout/create"),
+    // Writes only the caller's tenant, into collections it names; read-only keys and no
+    // key are refused: tests/integration/portability.rs.
+    ("POST", "/v1/memory/admin/import"),
     ("POST", "/v1/memory/stripe/portal"),
     ("POST", "/v1/memory/ingest/batch/{batch_id}/retry"),
     (
@@ -214,6 +217,7 @@ pub(super) const TABLE: &[Entry] = &[
     // Reads of the caller's tenant.
     entry("GET", "/v1/memory/admin/me", Access::TenantRead, Shape::Tenant, 200),
     entry("GET", "/v1/memory/admin/stats", Access::TenantRead, Shape::Tenant, 200),
+    entry("GET", "/v1/memory/admin/export", Access::TenantRead, Shape::Tenant, 200),
     entry("GET", "/v1/memory/collections", Access::TenantRead, Shape::Tenant, 200),
     entry("GET", "/v1/memory/keys", Access::TenantRead, Shape::Tenant, 200),
     entry("GET", "/v1/memory/agents", Access::TenantRead, Shape::Tenant, 200),

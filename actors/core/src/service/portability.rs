@@ -129,14 +129,23 @@ impl Portability {
                 let created = self
                     .root
                     .memories()
-                    .create(access, batch.iter().map(|item| item.memory.clone()).collect())
+                    .create(
+                        access,
+                        batch.iter().map(|item| item.memory.clone()).collect(),
+                    )
                     .await?;
                 for (record, item) in created.iter().zip(batch) {
                     if item.pinned {
-                        self.root.memories().set_pinned(access, &record.id, true).await?;
+                        self.root
+                            .memories()
+                            .set_pinned(access, &record.id, true)
+                            .await?;
                     }
                     if item.archived {
-                        self.root.memories().set_archived(access, &record.id, true).await?;
+                        self.root
+                            .memories()
+                            .set_archived(access, &record.id, true)
+                            .await?;
                     }
                 }
                 imported += created.len();

@@ -1,0 +1,396 @@
+//! The account export (a streamed JSON download, no vectors, files by name and size) and
+//! the import (collections created, texts re-embedded, ids reassigned): a tenant exported
+//! and imported into a fresh one answers the same searches with the same texts.
+
+use std::collections::BTreeMap;
+
+use reqwest::blocking::multipart::{Form, Part};
+use serde_json::{json, Value};
+
+use crate::support::{
+    expect_error, expect_status, memories_path, shared, tenant_on, unique, Client,
+};
+
+const WORDS: [&str; 40] = [
+    "lighthouse",
+    "bakery",
+    "ferry",
+    "orchard",
+    "observatory",
+    "harbour",
+    "keeper",
+    "bread",
+    "island",
+    "apples",
+    "telescope",
+    "crane",
+    "fog",
+    "oven",
+    "noon",
+    "ladder",
+    "comet",
+    "tide",
+    "horn",
+    "flour",
+    "ticket",
+    "cider",
+    "lens",
+    "rope",
+    "lamp",
+    "yeast",
+    "deck",
+    "blossom",
+    "planet",
+    "anchor",
+    "storm",
+    "crust",
+    "wave",
+    "harvest",
+    "star",
+    "sail",
+    "beam",
+    "dough",
+    "gull",
+    "moon",
+];
+
+/// A distinct sentence for `n`: 5 to 12 words picked by a small LCG, so texts differ in
+/// words and length and searches rarely tie.
+fn sentence(n: usize) -> String {
+    let mut state = (n as u64)
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let count = 5 + n % 8;
+    let words: Vec<&str> = (0..count)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            WORDS[(state >> 33) as usize % WORDS.len()]
+        })
+        .collect();
+    format!("Note {n}: {}.", words.join(" "))
+}
+
+fn export(client: &Client) -> Value {
+    let response = client.get("/v1/memory/admin/export");
+    assert_eq!(response.status(), 200);
+    let disposition = response.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        disposition.starts_with("attachment; filename=\"memvault-export-"),
+        "{disposition}"
+    );
+    let text = response.text().unwrap();
+    let body: Value = serde_json::from_str(&text).expect("the export is JSON");
+    body
+}
+
+fn texts_by_collection(client: &Client) -> BTreeMap<String, Vec<String>> {
+    let collections = expect_status(client.get("/v1/memory/collections"), 200);
+    let mut found = BTreeMap::new();
+    for collection in collections.as_array().unwrap() {
+        let name = collection["name"].as_str().unwrap().to_owned();
+        let mut texts: Vec<String> = Vec::new();
+        loop {
+            let path = format!(
+                "{}?limit=200&offset={}&include_archived=true",
+                memories_path(&name),
+                texts.len()
+            );
+            let page = expect_status(client.get(&path), 200);
+            let page = page.as_array().unwrap();
+            texts.extend(
+                page.iter()
+                    .map(|memory| memory["text"].as_str().unwrap().to_owned()),
+            );
+            if page.len() < 200 {
+                break;
+            }
+        }
+        texts.sort();
+        found.insert(name, texts);
+    }
+    found
+}
+
+/// The top 20 as (score, text), equal scores put in text order (their order among
+/// themselves depends on ids, which an import reassigns), without the results tied with
+/// the last one (which of them made the cut depends on ids too).
+fn top_texts(client: &Client, collection: &str, query: &str, mode: &str) -> Vec<(f64, String)> {
+    let body = expect_status(
+        client.post(
+            &format!("/v1/memory/collections/{collection}/search"),
+            &json!({"query": query, "mode": mode, "limit": 20}),
+        ),
+        200,
+    );
+    let mut top: Vec<(f64, String)> = body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            (
+                item["score"].as_f64().unwrap(),
+                item["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    top.sort_by(|a, b| {
+        if (a.0 - b.0).abs() < 1e-6 {
+            a.1.cmp(&b.1)
+        } else {
+            b.0.total_cmp(&a.0)
+        }
+    });
+    if let Some(last) = top.last().map(|(score, _)| *score) {
+        top.retain(|(score, _)| score - last > 1e-6);
+    }
+    top
+}
+
+/// The same texts in the same order with scores equal up to float noise.
+#[track_caller]
+fn assert_same_results(left: &[(f64, String)], right: &[(f64, String)], what: &str) {
+    let texts = |results: &[(f64, String)]| {
+        results
+            .iter()
+            .map(|(_, text)| text.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(texts(left), texts(right), "{what}");
+    for ((a, _), (b, _)) in left.iter().zip(right) {
+        assert!((a - b).abs() < 1e-4, "{what}: scores {a} and {b}");
+    }
+}
+
+fn has_vector(node: &Value) -> bool {
+    match node {
+        Value::Array(items) => {
+            (items.len() >= 100 && items.iter().all(Value::is_number))
+                || items.iter().any(has_vector)
+        }
+        Value::Object(fields) => fields.values().any(has_vector),
+        _ => false,
+    }
+}
+
+#[test]
+fn an_exported_tenant_imported_into_a_fresh_one_answers_the_same_searches() {
+    let source = tenant_on(shared());
+    let (notes, log, empty) = (unique("notes"), unique("log"), unique("empty"));
+    expect_status(
+        source.post(
+            "/v1/memory/collections",
+            &json!({"name": empty, "description": "Nothing yet.", "metadata": {"owner": "ada"}}),
+        ),
+        201,
+    );
+    // 300 memories over two collections, in bulk.
+    for (collection, start) in [(&notes, 0), (&log, 150)] {
+        for chunk in 0..3 {
+            let items: Vec<Value> = (0..50)
+                .map(|i| {
+                    let n = start + chunk * 50 + i;
+                    json!({
+                        "text": sentence(n),
+                        "importance": 0.3 + (n % 5) as f64 / 10.0,
+                        "metadata": {"n": n},
+                    })
+                })
+                .collect();
+            expect_status(
+                source.post(
+                    &format!("{}/bulk", memories_path(collection)),
+                    &json!(items),
+                ),
+                201,
+            );
+        }
+    }
+    // One memory with a file, one archived.
+    let form = Form::new()
+        .text("text", "The orchard plan is in the attached file.")
+        .part(
+            "files",
+            Part::bytes(b"rows of apple trees".to_vec()).file_name("plan.txt"),
+        );
+    let uploaded = source
+        .request(
+            reqwest::Method::POST,
+            &format!("{}/upload", memories_path(&notes)),
+        )
+        .multipart(form)
+        .send()
+        .unwrap();
+    assert_eq!(uploaded.status(), 201);
+    let archived = expect_status(
+        source.post(
+            &memories_path(&log),
+            &json!({"text": "The old harbour crane was taken down."}),
+        ),
+        201,
+    );
+    expect_status(
+        source.post(
+            &format!(
+                "{}/{}/archive",
+                memories_path(&log),
+                archived["id"].as_str().unwrap()
+            ),
+            &json!({"archived": true}),
+        ),
+        200,
+    );
+
+    let body = export(&source);
+    assert_eq!(body["format"], "memvault-export");
+    assert_eq!(body["memories"].as_array().unwrap().len(), 302);
+    assert!(!has_vector(&body), "the export holds a vector");
+    let with_file = body["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|memory| memory["text"] == "The orchard plan is in the attached file.")
+        .unwrap();
+    assert_eq!(with_file["files"][0]["filename"], "plan.txt");
+    assert_eq!(with_file["files"][0]["size"], 19);
+    assert_eq!(with_file["collection"], notes.as_str());
+    let empty_entry = body["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|collection| collection["name"] == empty.as_str())
+        .unwrap();
+    assert_eq!(empty_entry["description"], "Nothing yet.");
+
+    // Into a fresh tenant: the export as it is.
+    let target = tenant_on(shared());
+    let answer = expect_status(
+        target.post(
+            "/v1/memory/admin/import",
+            &json!({"memories": body["memories"], "collections": body["collections"]}),
+        ),
+        200,
+    );
+    assert_eq!(answer["imported"], 302, "{answer}");
+    assert_eq!(answer["skipped"], 0, "{answer}");
+    assert_eq!(texts_by_collection(&target), texts_by_collection(&source));
+    for query in [
+        "lighthouse keeper in the fog",
+        "bread oven flour",
+        "telescope comet",
+        "anchor in the storm",
+        "orchard plan",
+    ] {
+        for collection in [&notes, &log] {
+            for mode in ["vector", "text", "hybrid"] {
+                assert_same_results(
+                    &top_texts(&target, collection, query, mode),
+                    &top_texts(&source, collection, query, mode),
+                    &format!("{mode} search for {query:?} in {collection}"),
+                );
+            }
+        }
+    }
+    // Ids are new; the archived memory stays archived; the empty collection came along.
+    let target_export = export(&target);
+    let ids = |export: &Value| -> Vec<String> {
+        export["memories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|memory| memory["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let source_ids = ids(&body);
+    assert!(ids(&target_export)
+        .iter()
+        .all(|id| !source_ids.contains(id)));
+    let crane = target_export["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|memory| memory["text"] == "The old harbour crane was taken down.")
+        .unwrap();
+    assert_eq!(crane["archived"], true);
+    let described = expect_status(target.get(&format!("/v1/memory/collections/{empty}")), 200);
+    assert_eq!(described["description"], "Nothing yet.");
+}
+
+#[test]
+fn import_skips_bad_items_refuses_bad_bodies_and_read_only_keys() {
+    let tenant = tenant_on(shared());
+    let target = unique("into");
+    let answer = expect_status(
+        tenant.post(
+            "/v1/memory/admin/import",
+            &json!({
+                "memories": [
+                    {"text": "A good memory about the canal.", "collection": "ignored-by-into"},
+                    {"text": ""},
+                    "not an object",
+                    {"text": "Another good one.", "importance": 7},
+                    {"text": "Without a collection, into the target."},
+                    {"collection": 5, "text": "into_collection wins over a bad collection"}
+                ],
+                "into_collection": target,
+            }),
+        ),
+        200,
+    );
+    assert_eq!(answer["imported"], 3, "{answer}");
+    assert_eq!(answer["skipped"], 3, "{answer}");
+    assert_eq!(answer["collections"], json!([target]));
+    let skipped: Vec<u64> = answer["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|error| error["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(skipped, vec![1, 2, 3]);
+    // Without a collection and without into_collection: the `imported` collection.
+    let answer = expect_status(
+        tenant.post(
+            "/v1/memory/admin/import",
+            &json!({"memories": [{"text": "Homeless memory."}]}),
+        ),
+        200,
+    );
+    assert_eq!(answer["collections"], json!(["imported"]));
+
+    for body in [
+        json!({}),
+        json!({"memories": "not a list"}),
+        json!({"memories": [], "into_collection": "bad name!"}),
+        json!({"memories": [], "collections": [5]}),
+    ] {
+        expect_error(tenant.post("/v1/memory/admin/import", &body), 422);
+    }
+    let reader = expect_status(
+        tenant.post(
+            "/v1/memory/keys",
+            &json!({"label": "reader", "read_only": true}),
+        ),
+        201,
+    );
+    let reader = Client::new(&shared().base_url, reader["key"].as_str());
+    let refused = unique("refused");
+    expect_error(
+        reader.post(
+            "/v1/memory/admin/import",
+            &json!({"memories": [{"text": "Not by a reader.", "collection": refused}]}),
+        ),
+        403,
+    );
+    expect_error(
+        tenant.get(&format!("/v1/memory/collections/{refused}")),
+        404,
+    );
+    expect_error(
+        Client::new(&shared().base_url, None).get("/v1/memory/admin/export"),
+        401,
+    );
+}
