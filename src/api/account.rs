@@ -109,20 +109,15 @@ pub async fn signup(
     ClientAddress(client): ClientAddress,
     ApiJson(request): ApiJson<EmailRequest>,
 ) -> Response {
-    let decision = match limited(&state, &client) {
-        Ok(decision) => decision,
-        Err(response) => return *response,
-    };
-    let outcome = async {
+    per_address(&state, &client, async {
         if !state.account_limits.signup_enabled {
             return Err(ApiError::SignupDisabled);
         }
         let email = valid_email(&request.email)?;
         accounts.signup(&email).await?;
         Ok(mail_sent(SIGNUP_DETAIL))
-    }
-    .await;
-    with_limit_headers(outcome, decision)
+    })
+    .await
 }
 
 /// Mails a one-time link that reveals a new API key for the account of this email; the
@@ -139,17 +134,26 @@ pub async fn recover_key(
     ClientAddress(client): ClientAddress,
     ApiJson(request): ApiJson<EmailRequest>,
 ) -> Response {
-    let decision = match limited(&state, &client) {
-        Ok(decision) => decision,
-        Err(response) => return *response,
-    };
-    let outcome = async {
+    per_address(&state, &client, async {
         let email = valid_email(&request.email)?;
         accounts.recover(&email).await?;
         Ok(mail_sent(RECOVER_DETAIL))
-    }
-    .await;
-    with_limit_headers(outcome, decision)
+    })
+    .await
+}
+
+/// Runs `work` when the client's address is within its limit (429 otherwise), and puts
+/// the `RateLimit-*` headers on the answer.
+async fn per_address<R: IntoResponse>(
+    state: &AppState,
+    client: &str,
+    work: impl std::future::Future<Output = ApiResult<R>>,
+) -> Response {
+    let decision = match limited(state, client) {
+        Ok(decision) => decision,
+        Err(response) => return *response,
+    };
+    with_limit_headers(work.await, decision)
 }
 
 fn mail_sent(detail: &str) -> (StatusCode, Json<MailSentResponse>) {

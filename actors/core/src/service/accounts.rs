@@ -86,19 +86,7 @@ impl Accounts {
 
     /// The link behind `token` when it may still be used; nothing is burnt.
     pub async fn inspect(&self, token: &str) -> Result<RevealView> {
-        if !reveal::plausible_token(token) {
-            return Err(Error::RevealLinkInvalid);
-        }
-        let (store, hash) = (self.root.inner.store.clone(), reveal::token_hash(token));
-        let record = blocking(move || store.reveal(&hash))
-            .await?
-            .filter(|record| record.expires_at > Utc::now())
-            .ok_or(Error::RevealLinkInvalid)?;
-        let tenant = self
-            .root
-            .tenants()
-            .get(&record.tenant_id)
-            .map_err(|_| Error::RevealLinkInvalid)?;
+        let (record, tenant) = self.link(token, false).await?;
         Ok(RevealView {
             purpose: record.purpose,
             tenant_name: tenant.name.clone(),
@@ -109,19 +97,7 @@ impl Accounts {
     /// Uses the link behind `token`: a new owner key, returned once; the previous owner
     /// key is revoked in the same step. A used, expired or unknown link reveals nothing.
     pub async fn reveal(&self, token: &str) -> Result<RevealedKey> {
-        if !reveal::plausible_token(token) {
-            return Err(Error::RevealLinkInvalid);
-        }
-        let (store, hash) = (self.root.inner.store.clone(), reveal::token_hash(token));
-        let record = blocking(move || store.take_reveal(&hash))
-            .await?
-            .filter(|record| record.expires_at > Utc::now())
-            .ok_or(Error::RevealLinkInvalid)?;
-        let tenant = self
-            .root
-            .tenants()
-            .get(&record.tenant_id)
-            .map_err(|_| Error::RevealLinkInvalid)?;
+        let (record, tenant) = self.link(token, true).await?;
         let (key, api_key) = self.new_owner_key(&tenant, record.purpose).await?;
         tracing::info!(tenant = %tenant.id, key = %key.id, purpose = ?record.purpose, "key revealed");
         Ok(RevealedKey {
@@ -131,6 +107,31 @@ impl Accounts {
             tenant_name: tenant.name.clone(),
             email: tenant.email.clone(),
         })
+    }
+
+    /// The unexpired link behind `token` and its tenant; `take` removes it from the store
+    /// (once: of two concurrent takes one gets it).
+    async fn link(&self, token: &str, take: bool) -> Result<(RevealRecord, Arc<TenantRecord>)> {
+        if !reveal::plausible_token(token) {
+            return Err(Error::RevealLinkInvalid);
+        }
+        let (store, hash) = (self.root.inner.store.clone(), reveal::token_hash(token));
+        let record = blocking(move || {
+            if take {
+                store.take_reveal(&hash)
+            } else {
+                store.reveal(&hash)
+            }
+        })
+        .await?
+        .filter(|record| record.expires_at > Utc::now())
+        .ok_or(Error::RevealLinkInvalid)?;
+        let tenant = self
+            .root
+            .tenants()
+            .get(&record.tenant_id)
+            .map_err(|_| Error::RevealLinkInvalid)?;
+        Ok((record, tenant))
     }
 
     /// A new owner key replacing the active one (rotation: the old one dies as the new
