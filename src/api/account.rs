@@ -223,6 +223,16 @@ fn unix_now() -> u64 {
         .unwrap_or(0)
 }
 
+/// A reveal link that still works, for a client that asked for JSON.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RevealLinkResponse {
+    /// Always `valid` (a link that does not work is a 404).
+    pub status: &'static str,
+    pub tenant_name: String,
+    pub expires_at: chrono::DateTime<chrono::Utc>,
+    pub detail: &'static str,
+}
+
 /// A revealed key, for a client that asked for JSON.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RevealedKeyResponse {
@@ -240,7 +250,8 @@ pub struct RevealedKeyResponse {
 #[utoipa::path(get, path = "/reveal/{token}", tag = "account",
     params(("token" = String, Path, description = "the token of the mailed link")),
     responses(
-        (status = 200, description = "the confirmation page", content_type = "text/html", body = String),
+        (status = 200, description = "the confirmation page", content(
+            (String = "text/html"), (RevealLinkResponse = "application/json"))),
         (status = 404, description = "unknown, used or expired link", content(
             (String = "text/html"), (ErrorBody = "application/json")))))]
 pub async fn reveal_page(
@@ -251,12 +262,12 @@ pub async fn reveal_page(
     let json = wants_json(&headers);
     match accounts.inspect(&token).await {
         Ok(view) if json => private(
-            Json(serde_json::json!({
-                "status": "valid",
-                "tenant_name": view.tenant_name,
-                "expires_at": view.expires_at,
-                "detail": "POST to this URL to reveal the key (once)",
-            }))
+            Json(RevealLinkResponse {
+                status: "valid",
+                tenant_name: view.tenant_name,
+                expires_at: view.expires_at,
+                detail: "POST to this URL to reveal the key (once)",
+            })
             .into_response(),
         ),
         Ok(view) => {

@@ -197,9 +197,9 @@ impl Billing {
                     .to_owned(),
             ));
         };
-        let status = match (event.kind.as_str(), paid) {
-            ("checkout.session.completed", _) => "active".to_owned(),
-            ("customer.subscription.deleted", _) => "canceled".to_owned(),
+        let status = match event.kind.as_str() {
+            "checkout.session.completed" => "active".to_owned(),
+            "customer.subscription.deleted" => "canceled".to_owned(),
             _ => fields.status.clone().unwrap_or_default(),
         };
         let event_id = event.id.clone();
