@@ -77,6 +77,12 @@ impl MetaStore for FlakyStore {
     fn delete_collection(&self, tenant: &TenantId, name: &CollectionName) -> StoreResult<()> {
         self.inner.delete_collection(tenant, name)
     }
+    fn purge_tenant(&self, tenant: &TenantId, max_records: usize) -> StoreResult<usize> {
+        self.inner.purge_tenant(tenant, max_records)
+    }
+    fn delete_tenant(&self, tenant: &TenantId) -> StoreResult<()> {
+        self.inner.delete_tenant(tenant)
+    }
     fn tenant_bytes(&self, tenant: &TenantId) -> StoreResult<u64> {
         self.inner.tenant_bytes(tenant)
     }

@@ -7,9 +7,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
+use memvault_storage::TenantId;
 use url::Url;
 
 use crate::error::Result;
+
 use crate::key::{BlobKey, BlobPrefix};
 
 /// The longest lifetime of a presigned URL: S3's own limit for SigV4, applied to every
@@ -62,6 +64,9 @@ pub trait BlobStore: Send + Sync + 'static {
     async fn delete(&self, key: &BlobKey) -> Result<()>;
     /// Every blob under `prefix` (its tenant's only), sorted by key.
     async fn list(&self, prefix: &BlobPrefix) -> Result<Vec<BlobEntry>>;
+    /// Removes every blob of `tenant` and whatever the backend kept for them (a local
+    /// backend's directories too); returns how many blobs there were. Safe to repeat.
+    async fn delete_tenant(&self, tenant: &TenantId) -> Result<usize>;
     /// A URL that lets its holder GET the blob until `expires_in` (1 s to
     /// [`MAX_PRESIGN_EXPIRY`]) has passed; it does not check that the blob exists.
     async fn presign_get(&self, key: &BlobKey, expires_in: Duration) -> Result<Url>;

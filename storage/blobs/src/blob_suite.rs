@@ -45,6 +45,7 @@ macro_rules! blob_suite {
                 overwrite_replaces_bytes_and_metadata,
                 missing_blob_is_not_found,
                 delete_removes_and_a_missing_one_is_ok,
+                delete_tenant_removes_its_blobs_only,
                 list_sees_only_its_tenant_and_prefix,
                 odd_names_round_trip_and_escapes_are_refused,
                 presigned_urls_verify_and_expire,
@@ -383,4 +384,21 @@ pub async fn a_few_megabytes_round_trip(store: &dyn BlobStore) {
     assert_eq!(read.len(), bytes.len());
     assert!(read == bytes, "a large blob came back different");
     assert_eq!(store.head(&key).await.unwrap().size, bytes.len() as u64);
+}
+
+pub async fn delete_tenant_removes_its_blobs_only(store: &dyn BlobStore) {
+    let (doomed, kept) = (TenantId::generate(), TenantId::generate());
+    for tenant in [&doomed, &kept] {
+        for path in ["files/a/one.txt", "files/b/two.txt", "images/three.png"] {
+            store
+                .put(&key(tenant, path), Bytes::from_static(b"x"), "text/plain")
+                .await
+                .unwrap();
+        }
+    }
+    assert_eq!(store.delete_tenant(&doomed).await.unwrap(), 3);
+    let all = |tenant: &TenantId| BlobPrefix::tenant(tenant).unwrap();
+    assert!(store.list(&all(&doomed)).await.unwrap().is_empty());
+    assert_eq!(store.list(&all(&kept)).await.unwrap().len(), 3);
+    assert_eq!(store.delete_tenant(&doomed).await.unwrap(), 0);
 }

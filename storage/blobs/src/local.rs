@@ -29,7 +29,8 @@ impl ObjectBlobStore {
             Arc::new(objects),
             MetadataPlacement::Sidecar(Arc::new(sidecars)),
             Presigner::Memvault(signer),
-        ))
+        )
+        .with_directories(vec![root.join("objects"), root.join("metadata")]))
     }
 }
 
@@ -58,6 +59,28 @@ mod tests {
         let store = ObjectBlobStore::local(directory.path(), test_signer()).unwrap();
         (store, directory)
     });
+
+    #[tokio::test]
+    async fn delete_tenant_leaves_no_folder_of_the_tenant() {
+        let directory = tempfile::tempdir().unwrap();
+        let store = ObjectBlobStore::local(directory.path(), test_signer()).unwrap();
+        let (doomed, kept) = (TenantId::generate(), TenantId::generate());
+        for tenant in [&doomed, &kept] {
+            for path in ["files/a/one.txt", "files/b/deep/two.pdf"] {
+                let key = BlobKey::new(tenant, path).unwrap();
+                store
+                    .put(&key, Bytes::from_static(b"bytes"), "text/plain")
+                    .await
+                    .unwrap();
+            }
+        }
+        assert_eq!(store.delete_tenant(&doomed).await.unwrap(), 2);
+        for part in ["objects", "metadata"] {
+            assert!(!directory.path().join(part).join(doomed.as_str()).exists());
+            assert!(directory.path().join(part).join(kept.as_str()).exists());
+        }
+        assert_eq!(store.delete_tenant(&doomed).await.unwrap(), 0);
+    }
 
     #[tokio::test]
     async fn blobs_survive_reopening_the_directory() {

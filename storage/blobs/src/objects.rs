@@ -22,6 +22,7 @@ use crate::blob_store::{BlobEntry, BlobMeta, BlobStore, PutReceipt, DEFAULT_CONT
 use crate::error::{BlobError, Result};
 use crate::key::{BlobKey, BlobPrefix};
 use crate::presign::{PresignMethod, UrlSigner};
+use memvault_storage::TenantId;
 
 /// The user-metadata name of the digest on backends with object attributes (S3 sends it
 /// as `x-amz-meta-sha256`).
@@ -82,6 +83,9 @@ pub struct ObjectBlobStore {
     metadata: MetadataPlacement,
     /// Mints presigned URLs.
     presigner: Presigner,
+    /// The local backend's directories (bytes, sidecars), each holding one directory per
+    /// tenant that [`BlobStore::delete_tenant`] removes; none for the other backends.
+    directories: Vec<std::path::PathBuf>,
 }
 
 impl ObjectBlobStore {
@@ -94,7 +98,14 @@ impl ObjectBlobStore {
             objects,
             metadata,
             presigner,
+            directories: Vec::new(),
         }
+    }
+
+    /// Names the directories a local backend keeps per-tenant folders in.
+    pub(crate) fn with_directories(mut self, directories: Vec<std::path::PathBuf>) -> Self {
+        self.directories = directories;
+        self
     }
 }
 
@@ -234,6 +245,27 @@ impl BlobStore for ObjectBlobStore {
             .collect::<Result<Vec<_>>>()?;
         entries.sort_by(|left, right| left.key.cmp(&right.key));
         Ok(entries)
+    }
+
+    async fn delete_tenant(&self, tenant: &TenantId) -> Result<usize> {
+        let listed = self.list(&BlobPrefix::tenant(tenant)?).await?;
+        for entry in &listed {
+            self.delete(&entry.key).await?;
+        }
+        for directory in &self.directories {
+            let folder = directory.join(tenant.as_str());
+            match tokio::fs::remove_dir_all(&folder).await {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => {
+                    return Err(BlobError::Backend(format!(
+                        "cannot remove {}: {error}",
+                        folder.display()
+                    )))
+                }
+            }
+        }
+        Ok(listed.len())
     }
 
     async fn presign_get(&self, key: &BlobKey, expires_in: Duration) -> Result<Url> {

@@ -100,6 +100,10 @@ pub struct TenantRecord {
     /// Admin-flagged tenants may create tenants and read operator endpoints.
     pub admin: bool,
     pub created_at: DateTime<Utc>,
+    /// Set when the account's erasure was asked for: its keys are dead, and the erasure
+    /// job (resumed at start-up while this is set) removes the rest, this record last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub erasing_since: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -338,6 +338,36 @@ impl MetaStore for SledStore {
         self.flush()
     }
 
+    fn purge_tenant(&self, tenant: &TenantId, max_records: usize) -> Result<usize> {
+        let prefix = format!("{tenant}/");
+        let mut removed = 0;
+        for tree in [&self.data, &self.outbox] {
+            let mut batch = Batch::default();
+            let mut in_batch = 0;
+            for entry in tree.scan_prefix(&prefix).take(max_records - removed) {
+                let (key, _) = entry?;
+                batch.remove(key);
+                in_batch += 1;
+            }
+            if in_batch > 0 {
+                tree.apply_batch(batch)?;
+                removed += in_batch;
+            }
+            if removed == max_records {
+                break;
+            }
+        }
+        if removed > 0 {
+            self.flush()?;
+        }
+        Ok(removed)
+    }
+
+    fn delete_tenant(&self, tenant: &TenantId) -> Result<()> {
+        self.tenants.remove(tenant.as_str())?;
+        self.flush()
+    }
+
     fn tenant_bytes(&self, tenant: &TenantId) -> Result<u64> {
         let mut total = 0_u64;
         for entry in self.data.scan_prefix(format!("{tenant}/")) {

@@ -23,6 +23,15 @@ pub trait MetaStore: Send + Sync + 'static {
     /// atomically.
     fn delete_collection(&self, tenant: &TenantId, name: &CollectionName) -> Result<()>;
 
+    /// Removes up to `max_records` of the tenant's records (keys, collections, memories,
+    /// settings, usage, jobs, batches, audit, staged vectors, pending webhook deliveries),
+    /// never its tenant record; returns how many it removed, 0 once none is left. Called
+    /// in a loop by an account's erasure, so a large account goes in bounded writes.
+    fn purge_tenant(&self, tenant: &TenantId, max_records: usize) -> Result<usize>;
+    /// Removes the tenant record itself (the last step of an erasure); an absent one is
+    /// not an error.
+    fn delete_tenant(&self, tenant: &TenantId) -> Result<()>;
+
     /// Bytes the tenant's records take in the store (keys and values).
     fn tenant_bytes(&self, tenant: &TenantId) -> Result<u64>;
 

@@ -61,6 +61,7 @@ macro_rules! store_suite {
                 staged_embeddings_resume_by_key_and_swap_in_one_write,
                 staged_embeddings_of_another_model_are_dropped,
                 delete_collection_drops_its_staged_embeddings,
+                purge_removes_every_record_of_one_tenant_in_bounded_steps,
             );
         }
     };
@@ -83,6 +84,7 @@ pub fn sample_tenant(name: &str) -> TenantRecord {
         tier: "free".to_owned(),
         admin: false,
         created_at: Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap(),
+        erasing_since: None,
     }
 }
 
@@ -890,4 +892,134 @@ pub fn audit_is_per_tenant_newest_first_and_pruned_by_age(store: &dyn Store) {
         vec![newest, middle]
     );
     assert_eq!(store.audit(&other.id, long_ago, 10).unwrap(), vec![foreign]);
+}
+
+/// Everything a tenant can have in the store, for the erasure check.
+fn fill_tenant(store: &dyn Store, tenant: &TenantRecord) {
+    store.put_tenant(tenant).unwrap();
+    store
+        .put_api_key(&ApiKeyRecord {
+            id: format!("key_{}", tenant.name),
+            tenant_id: tenant.id.clone(),
+            label: "default".to_owned(),
+            key_hash: format!("{:0>64}", tenant.name.len()),
+            display_prefix: "mv_abcd".to_owned(),
+            read_only: false,
+            owner: true,
+            created_at: Utc::now(),
+            revoked_at: None,
+            expires_at: None,
+        })
+        .unwrap();
+    for collection in ["notes", "mail"] {
+        let record = sample_collection(collection);
+        store.put_collection(&tenant.id, &record).unwrap();
+        let memories: Vec<StoredMemory> = (0..5)
+            .map(|n| sample_memory(&format!("{collection}-{n}"), "kept or not"))
+            .collect();
+        store
+            .put_memories(&tenant.id, &record.name, &memories)
+            .unwrap();
+    }
+    store
+        .stage_embeddings(
+            &tenant.id,
+            &name("notes"),
+            &EmbeddingModel::legacy(),
+            &[staged(0, "notes-0", 0.5)],
+        )
+        .unwrap();
+    let settings = TenantSettings {
+        spend_cap_usd: Some(5.0),
+        ..TenantSettings::default()
+    };
+    store.put_tenant_settings(&tenant.id, &settings).unwrap();
+    store
+        .add_usage(
+            &tenant.id,
+            &UsageRow {
+                month: "2026-11".to_owned(),
+                purpose: "extract".to_owned(),
+                model: "gpt/x".to_owned(),
+                own_llm: false,
+                calls: 1,
+                prompt_tokens: 1,
+                completion_tokens: 1,
+                cost_usd: 0.1,
+            },
+        )
+        .unwrap();
+    store
+        .append_audit(&[audit_entry(tenant, 1, "memory.create")])
+        .unwrap();
+    store
+        .put_delivery(&OutboxDelivery {
+            id: format!("dlv-{}", tenant.name),
+            tenant_id: tenant.id.clone(),
+            event: "memory.created".to_owned(),
+            body: "{}".to_owned(),
+            attempts: 0,
+            next_attempt_at: Utc::now(),
+            created_at: Utc::now(),
+        })
+        .unwrap();
+}
+
+pub fn purge_removes_every_record_of_one_tenant_in_bounded_steps(store: &dyn Store) {
+    let (doomed, kept) = (sample_tenant("doomed"), sample_tenant("kept"));
+    fill_tenant(store, &doomed);
+    fill_tenant(store, &kept);
+    let kept_bytes = store.tenant_bytes(&kept.id).unwrap();
+
+    let mut steps = 0;
+    loop {
+        let removed = store.purge_tenant(&doomed.id, 4).unwrap();
+        assert!(
+            removed <= 4,
+            "a purge step removed {removed} records, over its bound"
+        );
+        if removed == 0 {
+            break;
+        }
+        steps += 1;
+        assert!(steps < 100, "the purge never ends");
+    }
+    assert!(
+        steps >= 4,
+        "the tenant's records went in {steps} steps of at most 4"
+    );
+
+    assert_eq!(store.tenant_bytes(&doomed.id).unwrap(), 0);
+    assert!(store.api_keys(&doomed.id).unwrap().is_empty());
+    assert!(store.collections(&doomed.id).unwrap().is_empty());
+    assert!(store
+        .memories(&doomed.id, &name("notes"))
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        store.staged_embeddings(&doomed.id, &name("notes")).unwrap(),
+        None
+    );
+    assert_eq!(
+        store.tenant_settings(&doomed.id).unwrap(),
+        TenantSettings::default()
+    );
+    assert!(store.usage(&doomed.id, "2026-11").unwrap().is_empty());
+    let long_ago = Utc::now() - chrono::Duration::days(3650);
+    assert!(store.audit(&doomed.id, long_ago, 10).unwrap().is_empty());
+    assert!(store.delivery(&doomed.id, "dlv-doomed").unwrap().is_none());
+    assert!(
+        store.tenants().unwrap().contains(&doomed),
+        "the purge removed the tenant record, which an erasure removes last"
+    );
+
+    assert_eq!(store.tenant_bytes(&kept.id).unwrap(), kept_bytes);
+    assert_eq!(store.memories(&kept.id, &name("mail")).unwrap().len(), 5);
+    assert!(store.delivery(&kept.id, "dlv-kept").unwrap().is_some());
+
+    store.delete_tenant(&doomed.id).unwrap();
+    store.delete_tenant(&doomed.id).unwrap();
+    let listed = store.tenants().unwrap();
+    assert!(!listed.iter().any(|tenant| tenant.id == doomed.id));
+    assert!(listed.contains(&kept));
 }
