@@ -109,6 +109,11 @@ pub struct AccountConfig {
     pub requests_per_minute: u32,
     /// Reveal mails one address is sent per minute; more are dropped silently.
     pub mails_per_address_per_minute: u32,
+    /// Store records an account erasure removes per write.
+    pub erasure_batch: usize,
+    /// Pause between two of an erasure's writes (0: none), so erasing a large account
+    /// leaves the disk to everyone else.
+    pub erasure_pause_ms: u64,
 }
 
 impl Default for AccountConfig {
@@ -118,6 +123,8 @@ impl Default for AccountConfig {
             reveal_ttl_minutes: 60,
             requests_per_minute: 10,
             mails_per_address_per_minute: 3,
+            erasure_batch: 1000,
+            erasure_pause_ms: 0,
         }
     }
 }
@@ -605,12 +612,14 @@ impl Config {
         if self.account.reveal_ttl_minutes == 0
             || self.account.requests_per_minute == 0
             || self.account.mails_per_address_per_minute == 0
+            || self.account.erasure_batch == 0
             || self.mail.timeout_secs == 0
             || self.mail.max_attempts == 0
         {
             return Err(ConfigError::Invalid(
                 "account.reveal_ttl_minutes, account.requests_per_minute, \
-                 account.mails_per_address_per_minute, mail.timeout_secs and mail.max_attempts \
+                 account.mails_per_address_per_minute, account.erasure_batch, mail.timeout_secs \
+                 and mail.max_attempts \
                  must be at least 1"
                     .to_owned(),
             ));

@@ -234,6 +234,8 @@ mod tests {
             Error::JobNotFound(text()),
             Error::TenantExists { email: text() },
             Error::RevealLinkInvalid,
+            Error::ConfirmMismatch { expected: text() },
+            Error::AdminAccountProtected,
             Error::MailNotConfigured,
             Error::BillingNotConfigured(text()),
             Error::BillingNoCustomer,

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memvault_core::account::AccountSettings;
+use memvault_core::account::{AccountSettings, ErasureSettings};
 use memvault_core::billing::BillingSettings;
 use memvault_core::embedders::{Embedders, ModelCatalog};
 use memvault_core::service::BootstrapOutcome;
@@ -269,6 +269,10 @@ fn account_settings(config: &Config) -> Result<AccountSettings, String> {
         mail_max_attempts: mail.max_attempts,
         mail_initial_backoff: Duration::from_millis(mail.initial_backoff_ms),
         mails_per_address_per_minute: config.account.mails_per_address_per_minute,
+        erasure: ErasureSettings {
+            batch: config.account.erasure_batch,
+            pause: Duration::from_millis(config.account.erasure_pause_ms),
+        },
     })
 }
 

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::service::NewTenant;
-use memvault_core::Tenants;
+use memvault_core::{Accounts, Tenants};
 use memvault_types::limits;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -14,7 +14,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::audit::{Audit, AuditRoutes};
-use super::auth::{Admin, Authenticated};
+use super::auth::{Admin, Authenticated, Owner};
 use super::extract::ApiJson;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -25,6 +25,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(create_tenant).audit(Audit::Change("tenant.create")))
         .routes(routes!(me))
         .routes(routes!(stats))
+        // Nothing is recorded: an erased account keeps no audit log, and a refused
+        // erasure changes nothing.
+        .routes(routes!(delete_account).audit(Audit::NoTenantChange))
 }
 
 const NAME_MAX_CHARS: usize = 200;
@@ -96,6 +99,23 @@ pub struct StatsResponse {
     pub files_bytes: u64,
     pub added_7d: usize,
     pub added_30d: usize,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteAccountRequest {
+    /// The account's name (`name` in `GET /v1/memory/admin/me`), exactly.
+    pub confirm: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeleteAccountResponse {
+    /// `erasing`: the account's keys no longer work; its memories, indexes, files, jobs,
+    /// webhook, mail-in address and records are being removed in the background.
+    pub status: &'static str,
+    pub tenant_id: String,
+    pub name: String,
+    pub erasing_since: DateTime<Utc>,
 }
 
 /// A mail address the service can send to (trimmed), or a 422.
@@ -211,4 +231,33 @@ pub async fn stats(
         added_7d: stats.added_7d,
         added_30d: stats.added_30d,
     }))
+}
+
+/// Erases the caller's account, irreversibly: memories, indexes, files, API keys, jobs,
+/// webhook, mail-in address and the account itself. Owner key only; `confirm` must be
+/// the account's name. Every key of the account stops working before the answer; the
+/// rest is removed by a background job that resumes after a crash or restart, until
+/// nothing of the account is left. An admin-flagged account cannot erase itself.
+#[utoipa::path(post, path = "/delete-account", tag = "account",
+    request_body = DeleteAccountRequest,
+    responses((status = 202, body = DeleteAccountResponse, description = "erasure begun; the keys are dead already"),
+        (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody, description = "not the owner key, or an admin-flagged account"),
+        (status = 422, body = ErrorBody, description = "confirm missing or not the account's name (confirm_mismatch)")),
+    security(("bearer" = [])))]
+pub async fn delete_account(
+    State(accounts): State<Accounts>,
+    Owner(agent): Owner,
+    ApiJson(request): ApiJson<DeleteAccountRequest>,
+) -> ApiResult<(StatusCode, Json<DeleteAccountResponse>)> {
+    let started = accounts.delete_account(&agent, &request.confirm).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(DeleteAccountResponse {
+            status: "erasing",
+            tenant_id: started.tenant_id.to_string(),
+            name: started.name,
+            erasing_since: started.since,
+        }),
+    ))
 }

@@ -96,6 +96,12 @@ impl KeyDirectory {
         );
     }
 
+    /// Removes every key of `tenant` (its account is being erased).
+    pub fn forget_tenant(&self, tenant: &TenantId) {
+        self.by_hash
+            .retain(|_, identity| &identity.tenant_id != tenant);
+    }
+
     /// The identity behind a presented secret (active and unexpired keys only).
     pub fn lookup(&self, secret: &str) -> Option<KeyIdentity> {
         if !secret.starts_with(KEY_PREFIX) || secret.len() > KEY_MAX_LEN {

@@ -72,6 +72,12 @@ pub enum Error {
     /// A reveal link that does not exist, was used, or expired (one answer for all three).
     #[error("this link is not valid: it was already used, it expired, or it never existed; ask for a new one with POST /v1/memory/recover-key")]
     RevealLinkInvalid,
+    /// A delete-account whose `confirm` is not the account's name.
+    #[error("confirm must be the account's name, '{expected}', exactly: nothing was erased")]
+    ConfirmMismatch { expected: String },
+    /// The operator's own (admin-flagged) account asked to erase itself.
+    #[error("an admin-flagged account cannot erase itself: it is the operator's account")]
+    AdminAccountProtected,
     /// Billing is not set up on this server (no Stripe key, price or webhook secret).
     #[error("{0}")]
     BillingNotConfigured(String),
@@ -229,6 +235,8 @@ impl Error {
             Error::JobNotFound(_) => ErrorCode::JobNotFound,
             Error::TenantExists { .. } => ErrorCode::TenantExists,
             Error::RevealLinkInvalid => ErrorCode::RevealLinkInvalid,
+            Error::ConfirmMismatch { .. } => ErrorCode::ConfirmMismatch,
+            Error::AdminAccountProtected => ErrorCode::AdminAccountProtected,
             Error::MailNotConfigured => ErrorCode::MailNotConfigured,
             Error::BillingNotConfigured(_) => ErrorCode::BillingNotConfigured,
             Error::BillingNoCustomer => ErrorCode::BillingNoCustomer,

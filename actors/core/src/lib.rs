@@ -49,7 +49,9 @@ pub use agent::Agent;
 pub use error::{Error, Result};
 pub use memvault_storage::RevealPurpose;
 pub use service::{AccountExport, ImportCollection, ImportOutcome, ImportedMemory, Portability};
-pub use service::{Accounts, Billing, EventOutcome, ReturnUrls, RevealView, RevealedKey};
+pub use service::{
+    Accounts, Billing, ErasureStarted, EventOutcome, ReturnUrls, RevealView, RevealedKey,
+};
 pub use service::{
     AuditTrail, Authorizer, Collections, Contradiction, ExtractionLlmInput, ExtractionLlmView,
     Extractor, Graph, Keys, ListPage, Maintenance, Memories, Memvault, Operator, Profile, Proxy,

@@ -38,6 +38,13 @@ pub enum RootMessage {
         key: Box<ApiKeyRecord>,
         reply: RpcReplyPort<Result<Arc<TenantHandle>>>,
     },
+    /// Takes a tenant out of the service (its account is being erased): its handle leaves
+    /// the map, its actor tree is stopped and awaited, then its keys leave the key
+    /// directory. Replies when done; nothing to do for an unknown tenant.
+    RemoveTenant {
+        id: TenantId,
+        reply: RpcReplyPort<()>,
+    },
     /// Sent to itself after a back-off: restart a failed tenant actor.
     RestartTenant { id: TenantId },
 }
@@ -122,6 +129,10 @@ impl Actor for RootActor {
             events: args.events,
         };
         for record in records {
+            if record.erasing_since.is_some() {
+                // Its erasure resumes on the erasure queue; nothing of it is served.
+                continue;
+            }
             let handle = TenantHandle::new(record.clone());
             spawn_tenant(&myself, &mut state, &handle).await?;
             state.tenants.insert(record.id, handle);
@@ -160,6 +171,21 @@ impl Actor for RootActor {
             RootMessage::CreateTenant { record, key, reply } => {
                 let result = create_tenant(&myself, state, *record, *key).await;
                 let _ = reply.send(result);
+            }
+            RootMessage::RemoveTenant { id, reply } => {
+                if let Some((_, handle)) = state.tenants.remove(&id) {
+                    if let Some(actor) = handle.actor.swap(None) {
+                        state.children.remove(&actor.get_id());
+                        let _ = actor
+                            .stop_and_wait(
+                                Some("account erased".to_owned()),
+                                Some(Duration::from_secs(30)),
+                            )
+                            .await;
+                    }
+                }
+                state.keys.forget_tenant(&id);
+                let _ = reply.send(());
             }
             RootMessage::RestartTenant { id } => {
                 let Some(handle) = state.tenants.get(&id).map(|entry| entry.clone()) else {

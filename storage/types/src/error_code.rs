@@ -57,6 +57,7 @@ make_error_codes! {
     OwnerKeyRequired = ("owner_key_required", 403, "Only the tenant's owner key may manage keys, grants, webhooks and settings.");
     SignupDisabled = ("signup_disabled", 403, "Public signup is turned off on this server; its operator creates accounts.");
     AdminKeyRequired = ("admin_key_required", 403, "The endpoint needs the owner key of an admin-flagged tenant.");
+    AdminAccountProtected = ("admin_account_protected", 403, "An admin-flagged tenant (the operator's account) cannot erase itself through the API.");
     NoGrant = ("no_grant", 403, "The collection is restricted and the agent has no grant with the needed permission on it.");
     BadSignature = ("bad_signature", 403, "The presigned URL's signature does not match its key, method and expiry.");
     UrlExpired = ("url_expired", 403, "The presigned URL has expired; read the memory again for a fresh one.");
@@ -92,6 +93,7 @@ make_error_codes! {
     LlmSelfTestFailed = ("llm_self_test_failed", 422, "The LLM self-test failed, so the configuration was not saved.");
     StorageTargetRejected = ("storage_target_rejected", 422, "The storage endpoint is or resolves to a private, loopback, link-local or metadata address.");
     StorageSelfTestFailed = ("storage_self_test_failed", 422, "The storage self-test (put, read back, delete a probe object) failed, so the configuration was not saved.");
+    ConfirmMismatch = ("confirm_mismatch", 422, "An irreversible request's `confirm` is not exactly what it must be (for delete-account, the account's name); nothing was done.");
     ModelNotOffered = ("model_not_offered", 422, "The chat proxy's model is neither the server LLM's model nor one priced for it.");
     RateLimited = ("rate_limited", 429, "The API key is over its rate limit; retry after Retry-After seconds.");
     InternalError = ("internal_error", 500, "An unexpected failure; the detail says only \"internal error\" and the cause is logged.");

@@ -12,7 +12,7 @@ use crate::support::unique;
 /// suites, because one request there reaches many collections: MCP tools
 /// (tests/integration/mcp.rs) and the chat proxy, which needs an LLM upstream
 /// (tests/integration/proxy.rs); and the file routes, whose bodies are multipart.
-pub(super) const OWN_SUITES: [(&str, &str); 16] = [
+pub(super) const OWN_SUITES: [(&str, &str); 17] = [
     ("POST", "/v1/mcp"),
     ("POST", "/v1/proxy/chat/completions"),
     // The file routes: multipart bodies and batch ids made by earlier requests. Their
@@ -48,6 +48,9 @@ pub(super) const OWN_SUITES: [(&str, &str); 16] = [
     // key are refused: tests/integration/portability.rs.
     ("POST", "/v1/memory/admin/import"),
     ("POST", "/v1/memory/stripe/portal"),
+    // Erases the caller's own account; tests/integration/erasure.rs checks that other
+    // tenants survive and that read-only keys, agent keys and no key are refused.
+    ("POST", "/v1/memory/admin/delete-account"),
     ("POST", "/v1/memory/ingest/batch/{batch_id}/retry"),
     (
         "DELETE",

@@ -6,17 +6,21 @@
 //! - [`mail`]: [`MailDeliveries`], the job kind that sends the queued mail (SMTP or the
 //!   outbox) with retries and back-off, and [`mail::queue`], which persists a letter
 //!   before queueing it.
+//! - [`erasure`]: [`AccountErasures`], the job kind that erases an account, resumable
+//!   after a crash.
 //! - [`reveal`]: reveal tokens (random, stored only as their SHA-256) and the letters
 //!   that carry them.
 //!
 //! The flows themselves (signup, recovery, reveal) are [`crate::service::Accounts`].
 
+pub mod erasure;
 pub mod mail;
 pub mod reveal;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use erasure::{AccountErasures, ErasureSettings, ErasureSteps};
 pub use mail::MailDeliveries;
 use memvault_mail::Mailer;
 use memvault_types::Backoff;
@@ -38,6 +42,8 @@ pub struct AccountSettings {
     /// Reveal mails one address may be sent per minute (signup and recovery together);
     /// more are dropped silently, so the answer never tells.
     pub mails_per_address_per_minute: u32,
+    /// How account erasures pace their store writes.
+    pub erasure: ErasureSettings,
 }
 
 /// The longest wait between two attempts of one mail.
@@ -58,6 +64,7 @@ impl Default for AccountSettings {
             mail_max_attempts: 10,
             mail_initial_backoff: Duration::from_secs(5),
             mails_per_address_per_minute: 3,
+            erasure: ErasureSettings::default(),
         }
     }
 }

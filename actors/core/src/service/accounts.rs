@@ -19,7 +19,7 @@ use memvault_storage::{ApiKeyRecord, RevealPurpose, RevealRecord, TenantId, Tena
 
 use super::{Memvault, NewTenant};
 use crate::account::{mail, reveal};
-use crate::agent::{generate_key_secret, new_key_record, KeyRole};
+use crate::agent::{generate_key_secret, new_key_record, Agent, KeyRole};
 use crate::call::blocking;
 use crate::error::{Error, Result};
 use crate::ratelimit::RateLimiter;
@@ -43,7 +43,16 @@ pub struct RevealedKey {
     pub email: String,
 }
 
-/// Signup, recovery, reveal.
+/// An erasure that has begun: the account's keys are dead, the rest goes in the
+/// background.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErasureStarted {
+    pub tenant_id: TenantId,
+    pub name: String,
+    pub since: chrono::DateTime<Utc>,
+}
+
+/// Signup, recovery, reveal, erasure.
 #[derive(Clone)]
 pub struct Accounts {
     pub(super) root: Memvault,
@@ -82,6 +91,50 @@ impl Accounts {
             Some(tenant) => self.send_link(queue, &tenant, RevealPurpose::Recover).await,
             None => Ok(()),
         }
+    }
+
+    /// Erases the agent's account (the caller checked it holds the owner key): `confirm`
+    /// must be the account's name. The record is marked first, so a crash from here on
+    /// resumes the erasure; then the tenant leaves the service (its keys stop at once)
+    /// and the rest is the erasure job's.
+    pub async fn delete_account(&self, agent: &Agent, confirm: &str) -> Result<ErasureStarted> {
+        let record = self.root.tenants().get(&agent.tenant_id)?;
+        if confirm != record.name {
+            return Err(Error::ConfirmMismatch {
+                expected: record.name.clone(),
+            });
+        }
+        if record.admin {
+            return Err(Error::AdminAccountProtected);
+        }
+        let since = Utc::now();
+        self.root
+            .call_tenant(&record.id, |reply| TenantMessage::UpdateRecord {
+                change: Box::new(move |current: &TenantRecord| {
+                    Ok(TenantRecord {
+                        erasing_since: Some(since),
+                        ..current.clone()
+                    })
+                }),
+                reply,
+            })
+            .await?;
+        self.root.detach_tenant(&record.id).await;
+        if self
+            .root
+            .erasure_queue()?
+            .submit(record.id.clone())
+            .is_err()
+        {
+            // Stopping: the marked record makes the next start resume it.
+            tracing::warn!(tenant = %record.id, "erasure queue stopped; the erasure resumes at the next start");
+        }
+        tracing::info!(tenant = %record.id, "account erasure started");
+        Ok(ErasureStarted {
+            tenant_id: record.id.clone(),
+            name: record.name.clone(),
+            since,
+        })
     }
 
     /// The link behind `token` when it may still be used; nothing is burnt.

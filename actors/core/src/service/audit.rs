@@ -19,9 +19,13 @@ impl AuditTrail {
         self.root.now()
     }
 
-    /// Queues one audit entry; see [`crate::audit::AuditLog`].
+    /// Queues one audit entry; see [`crate::audit::AuditLog`]. An entry of a tenant no
+    /// longer in the service (its account is being erased) is dropped: nothing of an
+    /// erased account is written after its erasure began.
     pub fn record(&self, entry: AuditEntry) {
-        self.root.inner.audit.record(entry);
+        if self.root.inner.tenants.contains_key(&entry.tenant_id) {
+            self.root.inner.audit.record(entry);
+        }
     }
 
     /// The tenant's entries of the last `days` days, newest first, at most `limit`. Waits

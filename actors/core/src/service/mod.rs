@@ -35,7 +35,7 @@ use ractor::{Actor, ActorRef};
 pub use access::{
     Access, Authorizer, CollectionAccess, CollectionGrants, Level, Read, Sweep, Write,
 };
-pub use accounts::{Accounts, RevealView, RevealedKey};
+pub use accounts::{Accounts, ErasureStarted, RevealView, RevealedKey};
 pub use audit::AuditTrail;
 pub use billing::{Billing, EventOutcome, ReturnUrls};
 pub use changes::CollectionChanges;
@@ -264,6 +264,55 @@ fn schedule_pruning(scheduler: &Scheduler, store: &Arc<dyn Store>, config: &Serv
     );
 }
 
+/// What erasure jobs need of the running service, through a weak reference to it (the
+/// queue lives in the service).
+struct ErasureSteps(Weak<Inner>);
+
+#[async_trait::async_trait]
+impl crate::account::ErasureSteps for ErasureSteps {
+    async fn detach(&self, tenant: &TenantId) {
+        if let Some(inner) = self.0.upgrade() {
+            Memvault { inner }.detach_tenant(tenant).await;
+        }
+    }
+
+    async fn erase_files(
+        &self,
+        tenant: &TenantId,
+        settings: &memvault_storage::TenantSettings,
+    ) -> Result<usize> {
+        let inner = self
+            .0
+            .upgrade()
+            .ok_or_else(|| Error::Blobs("the service is stopping".to_owned()))?;
+        let mut erased = inner
+            .stores
+            .platform()
+            .delete_tenant(tenant)
+            .await
+            .map_err(|error| Error::Blobs(error.to_string()))?;
+        if let Some(config) = &settings.storage {
+            // The tenant's own bucket: its files go too, when it can still be reached; a
+            // bucket gone or no longer ours must not hold the erasure up.
+            let secrets = inner.intelligence.secrets().ok();
+            let own = inner.stores.active(tenant, Some(config), secrets);
+            match own {
+                Ok(placed) => match placed.store.delete_tenant(tenant).await {
+                    Ok(count) => erased += count,
+                    Err(error) => {
+                        tracing::warn!(tenant = %tenant, %error, "the tenant's own bucket could not be emptied")
+                    }
+                },
+                Err(error) => {
+                    tracing::warn!(tenant = %tenant, %error, "the tenant's own bucket could not be opened")
+                }
+            }
+            inner.stores.forget(tenant);
+        }
+        Ok(erased)
+    }
+}
+
 /// What extraction jobs run: remember into a collection, through a weak reference to the
 /// service (the job queue lives in the service; a strong one would be a cycle).
 struct GraphWriter(Weak<Inner>);
@@ -325,6 +374,8 @@ struct Inner {
     reembed: JobQueue<ReembedJobs>,
     /// Sends the queued mail; `None` when the server has no mailer.
     mail: Option<JobQueue<crate::account::MailDeliveries>>,
+    /// Erases accounts; set once started (its kind holds a weak reference).
+    erasure: OnceLock<JobQueue<crate::account::AccountErasures>>,
     /// Serializes signups, so one email never gets two tenants.
     signups: tokio::sync::Mutex<()>,
     /// Reveal mails per address per minute.
@@ -464,6 +515,7 @@ impl Memvault {
                 reembed,
                 reembed_progress,
                 mail,
+                erasure: OnceLock::new(),
                 signups: tokio::sync::Mutex::new(()),
                 mail_limiter: crate::ratelimit::FixedWindowLimiter::new(100_000),
                 stripe,
@@ -476,6 +528,7 @@ impl Memvault {
         };
         service.start_extraction().await?;
         service.start_ingest().await?;
+        service.start_erasure().await?;
         Ok(service)
     }
 
@@ -518,6 +571,51 @@ impl Memvault {
         Ok(())
     }
 
+    /// Starts the erasure queue, which resumes every erasure a previous run left
+    /// unfinished.
+    async fn start_erasure(&self) -> Result<()> {
+        let kind = crate::account::AccountErasures::new(
+            self.inner.store.clone(),
+            Arc::new(ErasureSteps(Arc::downgrade(&self.inner))),
+            self.inner.config.index_dir.clone(),
+            self.inner.config.account.erasure,
+        );
+        let queue =
+            JobQueue::start(Arc::new(kind), 1)
+                .await
+                .map_err(|error| Error::StartFailed {
+                    what: "the erasure queue".to_owned(),
+                    reason: error.to_string(),
+                })?;
+        let _ = self.inner.erasure.set(queue);
+        Ok(())
+    }
+
+    /// The erasure queue (started with the service).
+    pub(crate) fn erasure_queue(&self) -> Result<&JobQueue<crate::account::AccountErasures>> {
+        self.inner.erasure.get().ok_or_else(|| Error::TaskFailed {
+            task: "erasure queue",
+            reason: "not started".to_owned(),
+        })
+    }
+
+    /// Takes a tenant out of the running service: handle, actors, keys (see
+    /// [`RootMessage::RemoveTenant`]).
+    pub(crate) async fn detach_tenant(&self, tenant: &TenantId) {
+        let id = tenant.clone();
+        if let Err(error) = self
+            .inner
+            .root
+            .call(|reply| RootMessage::RemoveTenant { id, reply }, None)
+            .await
+        {
+            tracing::warn!(tenant = %tenant, %error, "the root actor could not detach the tenant");
+        }
+        self.inner.stores.forget(tenant);
+        // Entries queued before the detach are written now, so the erasure removes them.
+        self.inner.audit.flush().await;
+    }
+
     /// The ingest queue (started with the service).
     pub(crate) fn ingest_queue(&self) -> Result<&JobQueue<crate::files::IngestJobs>> {
         self.inner.ingest.get().ok_or_else(|| Error::TaskFailed {
@@ -541,6 +639,9 @@ impl Memvault {
         }
         if let Some(ingest) = self.inner.ingest.get() {
             ingest.stop().await;
+        }
+        if let Some(erasure) = self.inner.erasure.get() {
+            erasure.stop().await;
         }
         self.inner.reembed.stop().await;
         if let Some(mail) = &self.inner.mail {

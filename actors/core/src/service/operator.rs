@@ -88,6 +88,15 @@ impl Operator {
         if let Some(extraction) = self.root.inner.extraction.get() {
             kinds.insert(0, ("extraction", extraction.metrics()));
         }
+        if let Some(ingest) = self.root.inner.ingest.get() {
+            kinds.push(("ingest", ingest.metrics()));
+        }
+        if let Some(mail) = &self.root.inner.mail {
+            kinds.push(("mail", mail.metrics()));
+        }
+        if let Some(erasure) = self.root.inner.erasure.get() {
+            kinds.push(("erasure", erasure.metrics()));
+        }
         kinds
     }
 

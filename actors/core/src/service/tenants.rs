@@ -108,6 +108,7 @@ impl Tenants {
             tier: new.tier,
             admin: new.admin,
             created_at: Utc::now(),
+            erasing_since: None,
         };
         let key = new_key_record(&record.id, label, KeyRole::Owner, &secret, None);
         let stored = record.clone();

@@ -308,8 +308,11 @@ impl Actor for TenantActor {
             let store = args.store.clone();
             blocking(move || store.put_api_key(&promoted)).await?;
         }
-        for key in &stored_keys {
-            args.keys.publish(key);
+        // The keys of an account being erased never authenticate again.
+        if args.handle.snapshot().record.erasing_since.is_none() {
+            for key in &stored_keys {
+                args.keys.publish(key);
+            }
         }
         let (store, collections_of) = (args.store.clone(), tenant.clone());
         let records = blocking(move || store.collections(&collections_of)).await?;
