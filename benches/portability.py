@@ -39,7 +39,7 @@ for _ in range(600):
         time.sleep(0.5)
 words = "lighthouse bakery ferry orchard observatory harbour keeper bread island apples telescope crane fog oven noon ladder comet tide horn flour".split()
 def tenant(name):
-    return call("POST", "/v1/memory/admin/tenants", {"name": name, "email": f"{name}@example.com"})["api_key"]
+    return call("POST", "/v1/memory/admin/tenants", {"name": name, "email": f"{name}@example.com", "tier": "pro"})["api_key"]
 source, target = tenant("source"), tenant("target")
 t0 = time.time()
 for start in range(0, n, 100):

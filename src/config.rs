@@ -29,6 +29,57 @@ pub struct Config {
     pub mail: MailConfig,
     pub account: AccountConfig,
     pub billing: BillingConfig,
+    /// What an account of each tier may hold, by tier name (`[tiers.free]`, ...). A tier
+    /// not listed, or a limit left out, is unlimited.
+    pub tiers: TiersConfig,
+}
+
+/// Every tier's limits, by tier name; the default is the shipped `free` and `pro`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(transparent)]
+pub struct TiersConfig(pub std::collections::BTreeMap<String, TierConfig>);
+
+impl Default for TiersConfig {
+    fn default() -> Self {
+        Self(default_tiers())
+    }
+}
+
+/// One tier's limits (`[tiers.<name>]`); requests per minute are `[rate_limit.tiers]`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TierConfig {
+    /// Collections.
+    pub collections: Option<u64>,
+    /// Memories over all collections.
+    pub memories: Option<u64>,
+    /// Megabytes of stored files in the server's storage (a tenant's own bucket does not
+    /// count).
+    pub storage_mb: Option<u64>,
+}
+
+/// The shipped tiers: `free` and `pro` limited, `admin` (and any other) unlimited.
+pub fn default_tiers() -> std::collections::BTreeMap<String, TierConfig> {
+    [
+        (
+            "free".to_owned(),
+            TierConfig {
+                collections: Some(100),
+                memories: Some(100_000),
+                storage_mb: Some(1_024),
+            },
+        ),
+        (
+            "pro".to_owned(),
+            TierConfig {
+                collections: Some(10_000),
+                memories: Some(10_000_000),
+                storage_mb: Some(102_400),
+            },
+        ),
+    ]
+    .into_iter()
+    .collect()
 }
 
 /// Billing on Stripe (DESIGN.md runtime contract, Billing).

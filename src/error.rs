@@ -236,6 +236,12 @@ mod tests {
             Error::RevealLinkInvalid,
             Error::ConfirmMismatch { expected: text() },
             Error::AdminAccountProtected,
+            Error::TierLimitReached {
+                tier: text(),
+                what: "memories",
+                limit: 1,
+                held: 1,
+            },
             Error::MailNotConfigured,
             Error::BillingNotConfigured(text()),
             Error::BillingNoCustomer,

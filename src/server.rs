@@ -222,6 +222,7 @@ pub async fn start_service_with_clock(
         blobs: crate::files::blob_backend(config).map_err(StartupError::Blobs)?,
         account: account_settings(config).map_err(StartupError::Mail)?,
         billing: billing_settings(config),
+        tiers: tiers(config),
     };
     let service = Memvault::start(Arc::new(store), embedders, service_config).await?;
     let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;
@@ -250,6 +251,25 @@ pub async fn start_service_with_clock(
         state,
         bootstrap,
     })
+}
+
+/// What each tier may hold, from `[tiers.<name>]`.
+fn tiers(config: &Config) -> memvault_core::account::Tiers {
+    memvault_core::account::Tiers::new(
+        config
+            .tiers
+            .0
+            .iter()
+            .map(|(name, tier)| {
+                let limits = memvault_core::account::TierLimits {
+                    collections: tier.collections,
+                    memories: tier.memories,
+                    storage_bytes: tier.storage_mb.map(|mb| mb.saturating_mul(1024 * 1024)),
+                };
+                (name.clone(), limits)
+            })
+            .collect(),
+    )
 }
 
 /// Outgoing mail and the account flows: SMTP when `mail.smtp_url` is set, else the outbox

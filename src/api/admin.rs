@@ -64,6 +64,13 @@ pub struct LimitsResponse {
     pub max_request_body_bytes: usize,
     /// Requests per minute per API key of this tenant's tier (the rate limit).
     pub requests_per_minute: u32,
+    /// Collections the tier allows; null is unlimited.
+    pub collections: Option<u64>,
+    /// Memories the tier allows, over all collections; null is unlimited.
+    pub memories: Option<u64>,
+    /// Bytes of stored files the tier allows in the server's storage (a tenant's own
+    /// bucket does not count); null is unlimited.
+    pub storage_bytes: Option<u64>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -99,6 +106,18 @@ pub struct StatsResponse {
     pub files_bytes: u64,
     pub added_7d: usize,
     pub added_30d: usize,
+    /// The account's tier, whose limits `limits` are.
+    pub tier: String,
+    pub limits: TierLimitsResponse,
+}
+
+/// What a tier allows; null is unlimited.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TierLimitsResponse {
+    pub collections: Option<u64>,
+    pub memories: Option<u64>,
+    /// Bytes of stored files in the server's storage (compare `files_bytes`).
+    pub storage_bytes: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -190,6 +209,7 @@ pub async fn me(
     Authenticated(agent): Authenticated,
 ) -> ApiResult<Json<MeResponse>> {
     let tenant = tenants.get(&agent.tenant_id)?;
+    let tier_limits = tenants.limits(&agent.tenant_id)?;
     Ok(Json(MeResponse {
         id: tenant.id.to_string(),
         name: tenant.name.clone(),
@@ -210,6 +230,9 @@ pub async fn me(
             search_limit_max: limits::SEARCH_LIMIT_MAX,
             max_request_body_bytes: state.max_body_bytes,
             requests_per_minute: state.rate_limits.limit_for(&tenant.tier),
+            collections: tier_limits.collections,
+            memories: tier_limits.memories,
+            storage_bytes: tier_limits.storage_bytes,
         },
     }))
 }
@@ -223,6 +246,8 @@ pub async fn stats(
     Authenticated(agent): Authenticated,
 ) -> ApiResult<Json<StatsResponse>> {
     let stats = tenants.stats(&agent.tenant_id).await?;
+    let tier = tenants.get(&agent.tenant_id)?.tier.clone();
+    let limits = tenants.limits(&agent.tenant_id)?;
     Ok(Json(StatsResponse {
         collections: stats.collections,
         memories: stats.memories,
@@ -230,6 +255,12 @@ pub async fn stats(
         files_bytes: stats.files_bytes,
         added_7d: stats.added_7d,
         added_30d: stats.added_30d,
+        tier,
+        limits: TierLimitsResponse {
+            collections: limits.collections,
+            memories: limits.memories,
+            storage_bytes: limits.storage_bytes,
+        },
     }))
 }
 

@@ -250,6 +250,18 @@ pub struct UsageResponse {
     pub tenants: usize,
     pub storage: StorageUsageResponse,
     pub llm: LlmUsageResponse,
+    /// What the accounts of each tier hold now, by tier name.
+    pub tiers: Vec<TierUsageResponse>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TierUsageResponse {
+    pub tier: String,
+    pub tenants: u64,
+    pub collections: u64,
+    pub memories: u64,
+    /// Bytes of their files in the server's storage.
+    pub files_bytes: u64,
 }
 
 /// Storage and LLM token usage with cost estimates, over every tenant.
@@ -268,6 +280,17 @@ pub async fn usage(
     Ok(Json(UsageResponse {
         days,
         tenants: usage.tenants,
+        tiers: usage
+            .by_tier
+            .into_iter()
+            .map(|tier| TierUsageResponse {
+                tier: tier.tier,
+                tenants: tier.tenants,
+                collections: tier.collections,
+                memories: tier.memories,
+                files_bytes: tier.files_bytes,
+            })
+            .collect(),
         storage: StorageUsageResponse {
             db_bytes: usage.db_bytes,
             files_bytes: usage.files_bytes,

@@ -37,4 +37,5 @@ mod search;
 mod smtp_sink;
 mod startup;
 mod support;
+mod tiers;
 mod webhooks;

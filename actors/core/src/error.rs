@@ -72,6 +72,14 @@ pub enum Error {
     /// A reveal link that does not exist, was used, or expired (one answer for all three).
     #[error("this link is not valid: it was already used, it expired, or it never existed; ask for a new one with POST /v1/memory/recover-key")]
     RevealLinkInvalid,
+    /// A write that would take the account past its tier's limit.
+    #[error("the {tier} tier allows {limit} {what}; this account holds {held}: delete some, or upgrade with POST /v1/memory/stripe/checkout/create")]
+    TierLimitReached {
+        tier: String,
+        what: &'static str,
+        limit: u64,
+        held: u64,
+    },
     /// A delete-account whose `confirm` is not the account's name.
     #[error("confirm must be the account's name, '{expected}', exactly: nothing was erased")]
     ConfirmMismatch { expected: String },
@@ -236,6 +244,7 @@ impl Error {
             Error::TenantExists { .. } => ErrorCode::TenantExists,
             Error::RevealLinkInvalid => ErrorCode::RevealLinkInvalid,
             Error::ConfirmMismatch { .. } => ErrorCode::ConfirmMismatch,
+            Error::TierLimitReached { .. } => ErrorCode::TierLimitReached,
             Error::AdminAccountProtected => ErrorCode::AdminAccountProtected,
             Error::MailNotConfigured => ErrorCode::MailNotConfigured,
             Error::BillingNotConfigured(_) => ErrorCode::BillingNotConfigured,

@@ -57,6 +57,7 @@ make_error_codes! {
     OwnerKeyRequired = ("owner_key_required", 403, "Only the tenant's owner key may manage keys, grants, webhooks and settings.");
     SignupDisabled = ("signup_disabled", 403, "Public signup is turned off on this server; its operator creates accounts.");
     AdminKeyRequired = ("admin_key_required", 403, "The endpoint needs the owner key of an admin-flagged tenant.");
+    TierLimitReached = ("tier_limit_reached", 403, "The write would take the account past its tier's limit on collections, memories or stored file bytes (GET /v1/memory/admin/me shows them); nothing was written.");
     AdminAccountProtected = ("admin_account_protected", 403, "An admin-flagged tenant (the operator's account) cannot erase itself through the API.");
     NoGrant = ("no_grant", 403, "The collection is restricted and the agent has no grant with the needed permission on it.");
     BadSignature = ("bad_signature", 403, "The presigned URL's signature does not match its key, method and expiry.");

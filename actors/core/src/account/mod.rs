@@ -8,6 +8,7 @@
 //!   before queueing it.
 //! - [`erasure`]: [`AccountErasures`], the job kind that erases an account, resumable
 //!   after a crash.
+//! - [`tiers`]: [`Tiers`], what each tier may hold, and the check a write passes.
 //! - [`reveal`]: reveal tokens (random, stored only as their SHA-256) and the letters
 //!   that carry them.
 //!
@@ -16,6 +17,7 @@
 pub mod erasure;
 pub mod mail;
 pub mod reveal;
+pub mod tiers;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +26,7 @@ pub use erasure::{AccountErasures, ErasureSettings, ErasureSteps};
 pub use mail::MailDeliveries;
 use memvault_mail::Mailer;
 use memvault_types::Backoff;
+pub use tiers::{Growth, Held, TierLimits, Tiers};
 
 /// How accounts behave (config sections `[mail]` and `[account]`).
 #[derive(Debug, Clone)]

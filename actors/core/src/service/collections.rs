@@ -59,6 +59,11 @@ impl Collections {
         metadata: Map<String, Value>,
     ) -> Result<CollectionView> {
         let (tenant, name) = (access.tenant(), access.collection().clone());
+        if self.root.collection_entry(tenant, &name).is_err() {
+            self.root
+                .admit(tenant, crate::account::Growth::Collection)
+                .await?;
+        }
         let entry = self
             .root
             .call_tenant(tenant, |reply| TenantMessage::CreateCollection {

@@ -244,11 +244,26 @@ impl Files {
         let kind = FileReader::sniff(&bytes, &filename);
         let key = blob_key(tenant, &path)?;
         let placed = self.active_store(tenant)?;
+        // The platform's storage counts against the tier; a tenant's own bucket is its own.
+        if placed.id.is_none() {
+            let growth = crate::account::Growth::StorageBytes(bytes.len() as u64);
+            if let Err(error) = self.root.admit(tenant, growth).await {
+                return Ok(Incoming::Refused {
+                    filename,
+                    size: bytes.len() as u64,
+                    code: error.code().as_str().to_owned(),
+                    reason: error.to_string(),
+                });
+            }
+        }
         let receipt = placed
             .store
             .put(&key, bytes.clone(), kind.mime())
             .await
             .map_err(storage_error)?;
+        if placed.id.is_none() {
+            self.root.note_files_stored(tenant, receipt.size);
+        }
         Ok(Incoming::Staged(StagedFile {
             file_id,
             filename,

@@ -51,6 +51,12 @@ impl Memories {
         memories: Vec<NewMemory>,
     ) -> Result<Vec<Arc<MemoryRecord>>> {
         let (agent, collection) = (access.agent(), access.collection());
+        self.root
+            .admit(
+                &agent.tenant_id,
+                crate::account::Growth::Memories(memories.len() as u64),
+            )
+            .await?;
         let model = self.root.collection_model(&agent.tenant_id, collection);
         let texts = memories.iter().map(|memory| memory.text.clone()).collect();
         let embeddings = self.root.embed_texts(&model, texts).await?;

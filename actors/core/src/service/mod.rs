@@ -48,7 +48,7 @@ pub use internal::{EmbeddedTexts, Internal};
 pub use keys::{Keys, NewKey};
 pub use maintenance::{CollectionReport, EmbeddingStatus, Maintenance, ServiceHealth};
 pub use memories::{ListPage, Memories};
-pub use operator::{EmbeddingsOverview, Operator, OperatorUsage, PurposeUsage, Signups};
+pub use operator::{EmbeddingsOverview, Operator, OperatorUsage, PurposeUsage, Signups, TierUsage};
 pub use portability::{
     AccountExport, ImportCollection, ImportOutcome, ImportedMemory, Portability,
 };
@@ -110,6 +110,8 @@ pub struct ServiceConfig {
     pub account: crate::account::AccountSettings,
     /// Stripe: keys, price, where customers return.
     pub billing: crate::billing::BillingSettings,
+    /// What each tier may hold.
+    pub tiers: crate::account::Tiers,
 }
 
 /// The blob store files go to, and the signer that checks the presigned URLs memvault
@@ -167,6 +169,7 @@ impl Default for ServiceConfig {
             blobs: BlobBackend::in_memory("http://127.0.0.1:8420"),
             account: crate::account::AccountSettings::default(),
             billing: crate::billing::BillingSettings::default(),
+            tiers: crate::account::Tiers::default(),
         }
     }
 }
@@ -337,6 +340,9 @@ impl Remember for GraphWriter {
     }
 }
 
+/// How long a tenant's counted file bytes are trusted before they are listed again.
+const FILES_USAGE_TTL: Duration = Duration::from_secs(30);
+
 /// How long one request to a tenant's own bucket may take (connection included).
 const FOREIGN_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
@@ -374,6 +380,10 @@ struct Inner {
     reembed: JobQueue<ReembedJobs>,
     /// Sends the queued mail; `None` when the server has no mailer.
     mail: Option<JobQueue<crate::account::MailDeliveries>>,
+    /// Bytes of each tenant's files in the platform's storage, and when they were
+    /// counted: the storage limit's check lists a tenant's files at most every
+    /// [`FILES_USAGE_TTL`].
+    files_usage: DashMap<TenantId, (std::time::Instant, u64)>,
     /// Erases accounts; set once started (its kind holds a weak reference).
     erasure: OnceLock<JobQueue<crate::account::AccountErasures>>,
     /// Serializes signups, so one email never gets two tenants.
@@ -516,6 +526,7 @@ impl Memvault {
                 reembed_progress,
                 mail,
                 erasure: OnceLock::new(),
+                files_usage: DashMap::new(),
                 signups: tokio::sync::Mutex::new(()),
                 mail_limiter: crate::ratelimit::FixedWindowLimiter::new(100_000),
                 stripe,
@@ -599,6 +610,87 @@ impl Memvault {
         })
     }
 
+    /// What the tenant holds now: collections and memories from the published snapshots,
+    /// file bytes as last counted (listed again after [`FILES_USAGE_TTL`]).
+    pub(crate) async fn held(&self, tenant: &TenantId) -> Result<crate::account::Held> {
+        let snapshot = self.tenant_handle(tenant)?.snapshot();
+        let memories = snapshot
+            .collections
+            .values()
+            .map(|entry| entry.handle.snapshot().memories.len() as u64)
+            .sum();
+        Ok(crate::account::Held {
+            collections: snapshot.collections.len() as u64,
+            memories,
+            storage_bytes: self.files_bytes(tenant).await?,
+        })
+    }
+
+    /// The tenant's tier's limits.
+    pub(crate) fn tier_limits(&self, tenant: &TenantId) -> Result<crate::account::TierLimits> {
+        let snapshot = self.tenant_handle(tenant)?.snapshot();
+        Ok(self.inner.config.tiers.limits(&snapshot.record.tier))
+    }
+
+    /// Refuses `growth` when it would take the tenant past its tier's limit.
+    pub(crate) async fn admit(
+        &self,
+        tenant: &TenantId,
+        growth: crate::account::Growth,
+    ) -> Result<()> {
+        use crate::account::{Growth, Held};
+        let snapshot = self.tenant_handle(tenant)?.snapshot();
+        let limits = self.inner.config.tiers.limits(&snapshot.record.tier);
+        let held = match growth {
+            Growth::Collection if limits.collections.is_some() => Held {
+                collections: snapshot.collections.len() as u64,
+                ..Held::default()
+            },
+            Growth::Memories(_) if limits.memories.is_some() => Held {
+                memories: snapshot
+                    .collections
+                    .values()
+                    .map(|entry| entry.handle.snapshot().memories.len() as u64)
+                    .sum(),
+                ..Held::default()
+            },
+            Growth::StorageBytes(_) if limits.storage_bytes.is_some() => Held {
+                storage_bytes: self.files_bytes(tenant).await?,
+                ..Held::default()
+            },
+            _ => return Ok(()),
+        };
+        limits
+            .admit(&held, growth)
+            .map_err(|over| Error::TierLimitReached {
+                tier: snapshot.record.tier.clone(),
+                what: over.what,
+                limit: over.limit,
+                held: over.held,
+            })
+    }
+
+    /// Bytes of the tenant's files in the platform's storage, as last counted.
+    async fn files_bytes(&self, tenant: &TenantId) -> Result<u64> {
+        if let Some(entry) = self.inner.files_usage.get(tenant) {
+            if entry.0.elapsed() < FILES_USAGE_TTL {
+                return Ok(entry.1);
+            }
+        }
+        let bytes = self.files().stored_bytes(tenant).await?;
+        self.inner
+            .files_usage
+            .insert(tenant.clone(), (std::time::Instant::now(), bytes));
+        Ok(bytes)
+    }
+
+    /// Adds freshly stored file bytes to the tenant's count.
+    pub(crate) fn note_files_stored(&self, tenant: &TenantId, bytes: u64) {
+        if let Some(mut entry) = self.inner.files_usage.get_mut(tenant) {
+            entry.1 = entry.1.saturating_add(bytes);
+        }
+    }
+
     /// Takes a tenant out of the running service: handle, actors, keys (see
     /// [`RootMessage::RemoveTenant`]).
     pub(crate) async fn detach_tenant(&self, tenant: &TenantId) {
@@ -612,6 +704,7 @@ impl Memvault {
             tracing::warn!(tenant = %tenant, %error, "the root actor could not detach the tenant");
         }
         self.inner.stores.forget(tenant);
+        self.inner.files_usage.remove(tenant);
         // Entries queued before the detach are written now, so the erasure removes them.
         self.inner.audit.flush().await;
     }
@@ -891,6 +984,8 @@ impl Memvault {
         if let Ok(entry) = self.collection_entry(tenant, name) {
             return Ok(entry.handle);
         }
+        self.admit(tenant, crate::account::Growth::Collection)
+            .await?;
         let name = name.clone();
         let entry = self
             .call_tenant(tenant, |reply| TenantMessage::EnsureCollection {

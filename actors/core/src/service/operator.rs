@@ -29,6 +29,8 @@ pub struct OperatorUsage {
     /// One per purpose with any call, by purpose name.
     pub by_purpose: Vec<PurposeUsage>,
     pub total_cost_usd: f64,
+    /// What the accounts of each tier hold now, by tier name.
+    pub by_tier: Vec<TierUsage>,
 }
 
 /// LLM calls for one purpose (`extract`, `rewrite`, ...), over every tenant and model.
@@ -40,6 +42,17 @@ pub struct PurposeUsage {
     pub completion_tokens: u64,
     /// Estimated from the configured prices; a tenant's own LLM is included.
     pub cost_usd: f64,
+}
+
+/// What the accounts of one tier hold now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TierUsage {
+    pub tier: String,
+    pub tenants: u64,
+    pub collections: u64,
+    pub memories: u64,
+    /// Bytes of their files in the platform's storage.
+    pub files_bytes: u64,
 }
 
 /// Tenants created per day (there is no public signup yet: every tenant but the
@@ -211,10 +224,25 @@ impl Operator {
             .iter()
             .map(|entry| entry.key().clone())
             .collect();
+        let mut by_tier: BTreeMap<String, TierUsage> = BTreeMap::new();
         for tenant in &tenants {
-            files_bytes += self.root.files().stored_bytes(tenant).await?;
+            let Ok(handle) = self.root.tenant_handle(tenant) else {
+                continue; // erased meanwhile
+            };
+            let tier = handle.snapshot().record.tier.clone();
+            let held = self.root.held(tenant).await?;
+            files_bytes += held.storage_bytes;
+            let usage = by_tier.entry(tier.clone()).or_insert_with(|| TierUsage {
+                tier,
+                ..TierUsage::default()
+            });
+            usage.tenants += 1;
+            usage.collections += held.collections;
+            usage.memories += held.memories;
+            usage.files_bytes += held.storage_bytes;
         }
         Ok(OperatorUsage {
+            by_tier: by_tier.into_values().collect(),
             days,
             tenants: self.root.inner.tenants.len(),
             db_bytes,

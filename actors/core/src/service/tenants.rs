@@ -130,6 +130,11 @@ impl Tenants {
         Ok(self.root.tenant_handle(tenant)?.snapshot().record.clone())
     }
 
+    /// The limits of the tenant's tier (`None`: unlimited).
+    pub fn limits(&self, tenant: &TenantId) -> Result<crate::account::TierLimits> {
+        self.root.tier_limits(tenant)
+    }
+
     pub async fn stats(&self, tenant: &TenantId) -> Result<TenantStats> {
         let snapshot = self.root.tenant_handle(tenant)?.snapshot();
         let now = Utc::now();
