@@ -232,6 +232,7 @@ mod tests {
                 agent_key_id: text(),
             },
             Error::JobNotFound(text()),
+            Error::ImportNotFound(text()),
             Error::TenantExists { email: text() },
             Error::RevealLinkInvalid,
             Error::ConfirmMismatch { expected: text() },

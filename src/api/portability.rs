@@ -6,12 +6,13 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{header, HeaderValue};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::Utc;
+use memvault_core::account::IMPORT_SYNC_MAX;
 use memvault_core::{AccountExport, ImportCollection, ImportedMemory, Portability};
-use memvault_storage::{CollectionName, MemoryRecord};
+use memvault_storage::{CollectionName, ImportSkipRecord, ImportState, MemoryRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
@@ -21,7 +22,7 @@ use utoipa_axum::routes;
 use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Writer};
 use super::collections::collection_to_write;
-use super::extract::ApiJson;
+use super::extract::{ApiJson, ApiPath};
 use super::memories::{CreateMemoryRequest, MemoryResponse};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -31,6 +32,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(export))
         .routes(routes!(import).audit(Audit::Change("account.import")))
+        .routes(routes!(import_status))
 }
 
 /// Memories serialized into one chunk of the export stream.
@@ -246,20 +248,76 @@ pub struct ImportResponse {
     pub errors: Vec<ImportSkip>,
 }
 
+/// A large import's progress (`POST /v1/memory/admin/import` answered 202).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ImportJobResponse {
+    /// The import's id, for `GET /v1/memory/admin/import/{import_id}`.
+    pub import_id: String,
+    /// `queued`, `running`, `done` or `failed`.
+    pub state: &'static str,
+    /// Memories to import (the items the request could use).
+    pub total: usize,
+    /// Memories imported so far.
+    pub imported: usize,
+    /// Items not imported (see `ImportResponse`).
+    pub skipped: usize,
+    pub collections: Vec<String>,
+    /// Why items were skipped (the first 50).
+    pub errors: Vec<ImportSkip>,
+    /// Why the import failed.
+    pub detail: Option<String>,
+    pub created_at: chrono::DateTime<Utc>,
+    pub updated_at: chrono::DateTime<Utc>,
+}
+
+impl From<memvault_storage::ImportJobRecord> for ImportJobResponse {
+    fn from(job: memvault_storage::ImportJobRecord) -> Self {
+        Self {
+            import_id: job.id,
+            state: match job.state {
+                ImportState::Queued => "queued",
+                ImportState::Running => "running",
+                ImportState::Done => "done",
+                ImportState::Failed => "failed",
+            },
+            total: job.total,
+            imported: job.cursor,
+            skipped: job.skipped,
+            collections: job.collections,
+            errors: job
+                .errors
+                .into_iter()
+                .map(|skip| ImportSkip {
+                    index: skip.index,
+                    detail: skip.detail,
+                })
+                .collect(),
+            detail: job.detail,
+            created_at: job.created_at,
+            updated_at: job.updated_at,
+        }
+    }
+}
+
 /// Imports memories (an export's `memories` and `collections` as they are, or any list
 /// of `{text, collection?}`): collections are created as needed, texts re-embedded in
 /// batches, ids reassigned. A memory without a collection goes to `imported`;
 /// `into_collection` puts all of them into one. Invalid items are skipped and reported.
+/// Up to 1,000 memories are imported in the request (200); a larger import is a job that
+/// survives restarts (202), followed with `GET /v1/memory/admin/import/{import_id}`.
+/// Every collection is authorized, and the tier's memory limit checked, before anything
+/// is written.
 #[utoipa::path(post, path = "/import", tag = "account",
     request_body = ImportRequest,
-    responses((status = 200, body = ImportResponse), (status = 401, body = ErrorBody),
+    responses((status = 200, body = ImportResponse), (status = 202, body = ImportJobResponse),
+        (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn import(
     State(portability): State<Portability>,
     Writer(agent): Writer,
     ApiJson(request): ApiJson<ImportRequest>,
-) -> ApiResult<Json<ImportResponse>> {
+) -> ApiResult<Response> {
     if request.memories.len() > IMPORT_MAX_MEMORIES {
         return Err(ApiError::Validation(format!(
             "at most {IMPORT_MAX_MEMORIES} memories per import, got {}",
@@ -282,7 +340,7 @@ pub async fn import(
     let mut memories = Vec::with_capacity(request.memories.len());
     let mut errors = Vec::new();
     let mut skipped = 0;
-    for (index, item) in request.memories.into_iter().enumerate() {
+    for (index, item) in oldest_first(request.memories) {
         match imported_memory(item, into.as_ref()) {
             Ok(memory) => memories.push(memory),
             Err(detail) => {
@@ -293,13 +351,56 @@ pub async fn import(
             }
         }
     }
+    if memories.len() > IMPORT_SYNC_MAX {
+        let errors = errors
+            .into_iter()
+            .map(|skip| ImportSkipRecord {
+                index: skip.index,
+                detail: skip.detail,
+            })
+            .collect();
+        let job = portability
+            .import_later(&agent, collections, memories, errors, skipped)
+            .await?;
+        return Ok((StatusCode::ACCEPTED, Json(ImportJobResponse::from(job))).into_response());
+    }
     let outcome = portability.import(&agent, collections, memories).await?;
     Ok(Json(ImportResponse {
         imported: outcome.imported,
         skipped,
         collections: outcome.collections,
         errors,
-    }))
+    })
+    .into_response())
+}
+
+/// How far a large import is.
+#[utoipa::path(get, path = "/import/{import_id}", tag = "account",
+    params(("import_id" = String, Path)),
+    responses((status = 200, body = ImportJobResponse), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn import_status(
+    State(portability): State<Portability>,
+    Authenticated(agent): Authenticated,
+    ApiPath(import_id): ApiPath<String>,
+) -> ApiResult<Json<ImportJobResponse>> {
+    let job = portability.import_job(&agent, &import_id).await?;
+    Ok(Json(ImportJobResponse::from(job)))
+}
+
+/// The items with their positions, oldest first: an export lists memories newest first,
+/// and importing them in the order they were made keeps listings (newest first) and the
+/// indexes' build order as they were. Items are ordered by `created_at`, then `id` (both
+/// as the export writes them); items without them keep their place before the others.
+fn oldest_first(items: Vec<Value>) -> Vec<(usize, Value)> {
+    let mut items: Vec<(usize, Value)> = items.into_iter().enumerate().collect();
+    let key = |item: &Value| {
+        let field = |name: &str| item.get(name).and_then(Value::as_str).map(str::to_owned);
+        (field("created_at"), field("id"))
+    };
+    items.sort_by_cached_key(|(_, item)| key(item));
+    items
 }
 
 fn import_collections(items: Vec<Value>) -> ApiResult<Vec<ImportCollection>> {

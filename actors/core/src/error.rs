@@ -72,6 +72,8 @@ pub enum Error {
     /// A reveal link that does not exist, was used, or expired (one answer for all three).
     #[error("this link is not valid: it was already used, it expired, or it never existed; ask for a new one with POST /v1/memory/recover-key")]
     RevealLinkInvalid,
+    #[error("import '{0}' not found")]
+    ImportNotFound(String),
     /// A write that would take the account past its tier's limit.
     #[error("the {tier} tier allows {limit} {what}; this account holds {held}: delete some, or upgrade with POST /v1/memory/stripe/checkout/create")]
     TierLimitReached {
@@ -245,6 +247,7 @@ impl Error {
             Error::RevealLinkInvalid => ErrorCode::RevealLinkInvalid,
             Error::ConfirmMismatch { .. } => ErrorCode::ConfirmMismatch,
             Error::TierLimitReached { .. } => ErrorCode::TierLimitReached,
+            Error::ImportNotFound(_) => ErrorCode::ImportNotFound,
             Error::AdminAccountProtected => ErrorCode::AdminAccountProtected,
             Error::MailNotConfigured => ErrorCode::MailNotConfigured,
             Error::BillingNotConfigured(_) => ErrorCode::BillingNotConfigured,

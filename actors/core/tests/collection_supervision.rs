@@ -13,8 +13,8 @@ use memvault_core::{Agent, Error, ListPage, Memvault, ServiceConfig};
 use memvault_embed::{Embedder, EmbeddingError, EmbeddingService};
 use memvault_storage::error::Result as StoreResult;
 use memvault_storage::{
-    ApiKeyRecord, CollectionName, CollectionRecord, MemoryStore, MetaStore, SledStore,
-    StorageError, StoredMemory, TenantId, TenantRecord,
+    ApiKeyRecord, CollectionName, CollectionRecord, ImportJobRecord, ImportPayload, ImportStore,
+    MemoryStore, MetaStore, SledStore, StorageError, StoredMemory, TenantId, TenantRecord,
 };
 
 /// Vectors from text lengths: enough for tests that are about actors, not semantics.
@@ -52,6 +52,24 @@ impl FlakyStore {
             });
         }
         Ok(())
+    }
+}
+
+impl ImportStore for FlakyStore {
+    fn create_import(&self, job: &ImportJobRecord, payload: &ImportPayload) -> StoreResult<()> {
+        self.inner.create_import(job, payload)
+    }
+    fn put_import(&self, job: &ImportJobRecord) -> StoreResult<()> {
+        self.inner.put_import(job)
+    }
+    fn import_job(&self, tenant: &TenantId, id: &str) -> StoreResult<Option<ImportJobRecord>> {
+        self.inner.import_job(tenant, id)
+    }
+    fn import_payload(&self, tenant: &TenantId, id: &str) -> StoreResult<Option<ImportPayload>> {
+        self.inner.import_payload(tenant, id)
+    }
+    fn unfinished_imports(&self) -> StoreResult<Vec<ImportJobRecord>> {
+        self.inner.unfinished_imports()
     }
 }
 

@@ -48,8 +48,12 @@ pub use records::{
     AuditEntry, BillingRecord, MailRecord, OutboxDelivery, RevealPurpose, RevealRecord,
     StorageConfigRecord, WebhookRecord,
 };
+pub use records::{
+    ImportCollectionRecord, ImportItemRecord, ImportJobRecord, ImportPayload, ImportSkipRecord,
+    ImportState,
+};
 pub use sled_store::SledStore;
 pub use store::{
-    AccountStore, AuditStore, IngestStore, JobStore, MemoryStore, MetaStore, OutboxStore,
-    ReembedStore, Store,
+    AccountStore, AuditStore, ImportStore, IngestStore, JobStore, MemoryStore, MetaStore,
+    OutboxStore, ReembedStore, Store,
 };

@@ -672,6 +672,83 @@ impl IngestBatchRecord {
     }
 }
 
+/// Where an asynchronous import is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImportState {
+    Queued,
+    Running,
+    Done,
+    Failed,
+}
+
+impl ImportState {
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Done | Self::Failed)
+    }
+}
+
+/// An item of an import its request could not use: by index, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportSkipRecord {
+    pub index: usize,
+    pub detail: String,
+}
+
+/// An asynchronous (large) import: its progress, written after each batch. Its items are
+/// an [`ImportPayload`], written once next to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportJobRecord {
+    pub id: String,
+    pub tenant_id: TenantId,
+    /// The key that asked for it: the import writes with that key's access.
+    pub key_id: String,
+    pub state: ImportState,
+    /// Items to store (those the request could use).
+    pub total: usize,
+    /// Items stored so far, in payload order: a resumed import starts here.
+    pub cursor: usize,
+    /// Items the request could not use; counted in `skipped`, listed (the first ones).
+    pub skipped: usize,
+    pub errors: Vec<ImportSkipRecord>,
+    /// The collections written to, by name.
+    pub collections: Vec<String>,
+    /// Why it failed.
+    pub detail: Option<String>,
+    pub attempts: u32,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A collection an import creates when missing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportCollectionRecord {
+    pub name: CollectionName,
+    pub description: Option<String>,
+    pub metadata: Map<String, Value>,
+}
+
+/// One memory of an import, validated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportItemRecord {
+    pub collection: CollectionName,
+    pub text: String,
+    pub importance: f64,
+    pub category: String,
+    pub source: String,
+    pub metadata: Map<String, Value>,
+    pub container_tag: Option<String>,
+    pub pinned: bool,
+    pub archived: bool,
+}
+
+/// What an asynchronous import stores: its collections and items, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportPayload {
+    pub collections: Vec<ImportCollectionRecord>,
+    pub items: Vec<ImportItemRecord>,
+}
+
 /// One outgoing mail waiting to be sent (the mail queue). Written before the first
 /// attempt and removed once sent or given up, so a crash loses no mail.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

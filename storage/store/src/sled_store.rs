@@ -20,6 +20,9 @@
 //! {tenant}/q/{job}                    present while the job is unfinished (empty value)
 //! {tenant}/b/{batch}                  ingest batch with its items (JSON)
 //! {tenant}/bq/{batch}                 present while the batch is unfinished (empty value)
+//! {tenant}/i/{import}                 asynchronous import's progress (JSON)
+//! {tenant}/ip/{import}                its items while unfinished (JSON)
+//! {tenant}/iq/{import}                present while the import is unfinished (empty value)
 //! {tenant}/a/{entry}                  audit entry (JSON); ids are UUID v7, so by time
 //! {tenant}/e/{collection}/h           the model of a staged re-embedding (JSON)
 //! {tenant}/e/{collection}/v/{key}     a staged vector: the memory's index key as 20
@@ -40,12 +43,12 @@ use sled::{Batch, Db, Tree};
 use crate::error::{Result, StorageError};
 use crate::records::{
     ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmbeddingModel, ExtractJobRecord,
-    IngestBatchRecord, MailRecord, MemoryRecord, OutboxDelivery, RevealRecord, StagedEmbedding,
-    StoredMemory, TenantId, TenantRecord, TenantSettings, UsageRow,
+    ImportJobRecord, ImportPayload, IngestBatchRecord, MailRecord, MemoryRecord, OutboxDelivery,
+    RevealRecord, StagedEmbedding, StoredMemory, TenantId, TenantRecord, TenantSettings, UsageRow,
 };
 use crate::store::{
-    AccountStore, AuditStore, IngestStore, JobStore, MemoryStore, MetaStore, OutboxStore,
-    ReembedStore,
+    AccountStore, AuditStore, ImportStore, IngestStore, JobStore, MemoryStore, MetaStore,
+    OutboxStore, ReembedStore,
 };
 
 pub struct SledStore {
@@ -534,6 +537,73 @@ impl IngestStore for SledStore {
             self.flush()?;
         }
         Ok(pruned)
+    }
+}
+
+fn import_key(tenant: &TenantId, id: &str) -> String {
+    format!("{tenant}/i/{id}")
+}
+
+fn import_payload_key(tenant: &TenantId, id: &str) -> String {
+    format!("{tenant}/ip/{id}")
+}
+
+fn import_queue_key(tenant: &TenantId, id: &str) -> String {
+    format!("{tenant}/iq/{id}")
+}
+
+impl ImportStore for SledStore {
+    fn create_import(&self, job: &ImportJobRecord, payload: &ImportPayload) -> Result<()> {
+        let mut writes = Batch::default();
+        writes.insert(
+            import_key(&job.tenant_id, &job.id).as_bytes(),
+            serde_json::to_vec(job)?,
+        );
+        writes.insert(
+            import_payload_key(&job.tenant_id, &job.id).as_bytes(),
+            serde_json::to_vec(payload)?,
+        );
+        writes.insert(import_queue_key(&job.tenant_id, &job.id).as_bytes(), &[]);
+        self.data.apply_batch(writes)?;
+        self.flush()
+    }
+
+    fn put_import(&self, job: &ImportJobRecord) -> Result<()> {
+        let mut writes = Batch::default();
+        writes.insert(
+            import_key(&job.tenant_id, &job.id).as_bytes(),
+            serde_json::to_vec(job)?,
+        );
+        if job.state.is_finished() {
+            writes.remove(import_payload_key(&job.tenant_id, &job.id).as_bytes());
+            writes.remove(import_queue_key(&job.tenant_id, &job.id).as_bytes());
+        }
+        self.data.apply_batch(writes)?;
+        self.flush()
+    }
+
+    fn import_job(&self, tenant: &TenantId, id: &str) -> Result<Option<ImportJobRecord>> {
+        get_json(&self.data, &import_key(tenant, id))
+    }
+
+    fn import_payload(&self, tenant: &TenantId, id: &str) -> Result<Option<ImportPayload>> {
+        get_json(&self.data, &import_payload_key(tenant, id))
+    }
+
+    fn unfinished_imports(&self) -> Result<Vec<ImportJobRecord>> {
+        let mut jobs = Vec::new();
+        for tenant in self.tenants()? {
+            let prefix = format!("{}/iq/", tenant.id);
+            for entry in self.data.scan_prefix(&prefix) {
+                let (key, _) = entry?;
+                let id = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+                if let Some(job) = self.import_job(&tenant.id, &id)? {
+                    jobs.push(job);
+                }
+            }
+        }
+        jobs.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(jobs)
     }
 }
 

@@ -5,8 +5,8 @@
 use crate::error::Result;
 use crate::records::{
     ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmbeddingModel, ExtractJobRecord,
-    IngestBatchRecord, MailRecord, OutboxDelivery, RevealRecord, StagedEmbedding, StoredMemory,
-    TenantId, TenantRecord, TenantSettings, UsageRow,
+    ImportJobRecord, ImportPayload, IngestBatchRecord, MailRecord, OutboxDelivery, RevealRecord,
+    StagedEmbedding, StoredMemory, TenantId, TenantRecord, TenantSettings, UsageRow,
 };
 
 /// Tenants, their API keys and their collections.
@@ -165,6 +165,21 @@ pub trait IngestStore: Send + Sync + 'static {
     fn prune_batches(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize>;
 }
 
+/// Asynchronous imports: each one's progress record and, until it is finished, its
+/// items (written once).
+pub trait ImportStore: Send + Sync + 'static {
+    /// Stores a new import: its record and its payload, in one write.
+    fn create_import(&self, job: &ImportJobRecord, payload: &ImportPayload) -> Result<()>;
+    /// Stores the import's progress; a finished import's payload is removed in the same
+    /// write and it leaves the queue [`Self::unfinished_imports`] reads.
+    fn put_import(&self, job: &ImportJobRecord) -> Result<()>;
+    fn import_job(&self, tenant: &TenantId, id: &str) -> Result<Option<ImportJobRecord>>;
+    /// The items of an unfinished import; `None` once it finished.
+    fn import_payload(&self, tenant: &TenantId, id: &str) -> Result<Option<ImportPayload>>;
+    /// Every unfinished import of every tenant, oldest first.
+    fn unfinished_imports(&self) -> Result<Vec<ImportJobRecord>>;
+}
+
 /// Accounts: the outgoing mail queue and the one-time reveal links.
 pub trait AccountStore: Send + Sync + 'static {
     /// Stores (or replaces) a queued mail.
@@ -212,6 +227,7 @@ pub trait Store:
     + AuditStore
     + ReembedStore
     + IngestStore
+    + ImportStore
     + AccountStore
 {
 }
@@ -224,6 +240,7 @@ impl<
             + AuditStore
             + ReembedStore
             + IngestStore
+            + ImportStore
             + AccountStore,
     > Store for T
 {

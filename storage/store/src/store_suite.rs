@@ -27,6 +27,10 @@ use crate::records::{
     AuditEntry, BillingRecord, MailRecord, OutboxDelivery, RevealPurpose, RevealRecord,
     StorageConfigRecord, WebhookRecord,
 };
+use crate::records::{
+    ImportCollectionRecord, ImportItemRecord, ImportJobRecord, ImportPayload, ImportSkipRecord,
+    ImportState,
+};
 use crate::store::Store;
 
 /// Generates `mod $backend` with one `#[test]` per check of the suite. `$factory` is a
@@ -62,6 +66,7 @@ macro_rules! store_suite {
                 staged_embeddings_of_another_model_are_dropped,
                 delete_collection_drops_its_staged_embeddings,
                 purge_removes_every_record_of_one_tenant_in_bounded_steps,
+                imports_keep_their_items_until_finished,
             );
         }
     };
@@ -1022,4 +1027,77 @@ pub fn purge_removes_every_record_of_one_tenant_in_bounded_steps(store: &dyn Sto
     let listed = store.tenants().unwrap();
     assert!(!listed.iter().any(|tenant| tenant.id == doomed.id));
     assert!(listed.contains(&kept));
+}
+
+pub fn imports_keep_their_items_until_finished(store: &dyn Store) {
+    let (tenant, other) = (sample_tenant("import"), sample_tenant("import-other"));
+    store.put_tenant(&tenant).unwrap();
+    store.put_tenant(&other).unwrap();
+    let at = |second: u32| Utc.with_ymd_and_hms(2026, 5, 1, 0, 0, second).unwrap();
+    let job = |id: &str, second: u32| ImportJobRecord {
+        id: id.to_owned(),
+        tenant_id: tenant.id.clone(),
+        key_id: "key_1".to_owned(),
+        state: ImportState::Queued,
+        total: 2,
+        cursor: 0,
+        skipped: 1,
+        errors: vec![ImportSkipRecord {
+            index: 1,
+            detail: "text is empty".to_owned(),
+        }],
+        collections: vec!["notes".to_owned()],
+        detail: None,
+        attempts: 0,
+        created_at: at(second),
+        updated_at: at(second),
+    };
+    let item = |text: &str| ImportItemRecord {
+        collection: name("notes"),
+        text: text.to_owned(),
+        importance: 0.5,
+        category: "other".to_owned(),
+        source: "import".to_owned(),
+        metadata: serde_json::Map::new(),
+        container_tag: None,
+        pinned: true,
+        archived: false,
+    };
+    let payload = ImportPayload {
+        collections: vec![ImportCollectionRecord {
+            name: name("notes"),
+            description: Some("kept".to_owned()),
+            metadata: serde_json::Map::new(),
+        }],
+        items: vec![item("one"), item("two")],
+    };
+    let (second, first) = (job("imp-b", 2), job("imp-a", 1));
+    store.create_import(&second, &payload).unwrap();
+    store.create_import(&first, &payload).unwrap();
+    let ids = |jobs: Vec<ImportJobRecord>| jobs.into_iter().map(|job| job.id).collect::<Vec<_>>();
+    assert_eq!(ids(store.unfinished_imports().unwrap()), ["imp-a", "imp-b"]);
+    assert_eq!(
+        store.import_payload(&tenant.id, "imp-a").unwrap(),
+        Some(payload.clone())
+    );
+    assert_eq!(store.import_job(&other.id, "imp-a").unwrap(), None);
+    assert_eq!(store.import_payload(&other.id, "imp-a").unwrap(), None);
+
+    let mut running = first.clone();
+    running.state = ImportState::Running;
+    running.cursor = 1;
+    store.put_import(&running).unwrap();
+    assert_eq!(
+        store.import_job(&tenant.id, "imp-a").unwrap(),
+        Some(running.clone())
+    );
+    assert!(store.import_payload(&tenant.id, "imp-a").unwrap().is_some());
+
+    let mut done = running;
+    done.state = ImportState::Done;
+    done.cursor = 2;
+    store.put_import(&done).unwrap();
+    assert_eq!(store.import_job(&tenant.id, "imp-a").unwrap(), Some(done));
+    assert_eq!(store.import_payload(&tenant.id, "imp-a").unwrap(), None);
+    assert_eq!(ids(store.unfinished_imports().unwrap()), ["imp-b"]);
 }

@@ -69,6 +69,7 @@ make_error_codes! {
     KeyNotFound = ("key_not_found", 404, "No such API key in this tenant.");
     GrantNotFound = ("grant_not_found", 404, "The collection has no grant for this agent.");
     JobNotFound = ("job_not_found", 404, "No such extract job.");
+    ImportNotFound = ("import_not_found", 404, "No such import in this tenant.");
     ImageNotFound = ("image_not_found", 404, "The memory has no attached file at this index.");
     BatchNotFound = ("batch_not_found", 404, "No such ingest batch (or batch item) in this tenant.");
     BlobNotFound = ("blob_not_found", 404, "No file is stored under this presigned URL's key (it was deleted, or never uploaded).");

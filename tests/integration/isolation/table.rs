@@ -12,7 +12,7 @@ use crate::support::unique;
 /// suites, because one request there reaches many collections: MCP tools
 /// (tests/integration/mcp.rs) and the chat proxy, which needs an LLM upstream
 /// (tests/integration/proxy.rs); and the file routes, whose bodies are multipart.
-pub(super) const OWN_SUITES: [(&str, &str); 17] = [
+pub(super) const OWN_SUITES: [(&str, &str); 18] = [
     ("POST", "/v1/mcp"),
     ("POST", "/v1/proxy/chat/completions"),
     // The file routes: multipart bodies and batch ids made by earlier requests. Their
@@ -47,6 +47,9 @@ pub(super) const OWN_SUITES: [(&str, &str); 17] = [
     // Writes only the caller's tenant, into collections it names; read-only keys and no
     // key are refused: tests/integration/portability.rs.
     ("POST", "/v1/memory/admin/import"),
+    // A large import's progress by its id; another tenant's id is 404:
+    // tests/integration/portability.rs.
+    ("GET", "/v1/memory/admin/import/{import_id}"),
     ("POST", "/v1/memory/stripe/portal"),
     // Erases the caller's own account; tests/integration/erasure.rs checks that other
     // tenants survive and that read-only keys, agent keys and no key are refused.

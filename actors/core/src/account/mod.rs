@@ -8,6 +8,8 @@
 //!   before queueing it.
 //! - [`erasure`]: [`AccountErasures`], the job kind that erases an account, resumable
 //!   after a crash.
+//! - [`import`]: [`ImportJobs`], the job kind that stores a large import in batches,
+//!   resumable after a crash with each item stored once.
 //! - [`tiers`]: [`Tiers`], what each tier may hold, and the check a write passes.
 //! - [`reveal`]: reveal tokens (random, stored only as their SHA-256) and the letters
 //!   that carry them.
@@ -15,6 +17,7 @@
 //! The flows themselves (signup, recovery, reveal) are [`crate::service::Accounts`].
 
 pub mod erasure;
+pub mod import;
 pub mod mail;
 pub mod reveal;
 pub mod tiers;
@@ -23,6 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use erasure::{AccountErasures, ErasureSettings, ErasureSteps};
+pub use import::{ImportJobs, ImportRunner, IMPORT_SYNC_MAX};
 pub use mail::MailDeliveries;
 use memvault_mail::Mailer;
 use memvault_types::Backoff;

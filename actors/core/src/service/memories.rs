@@ -35,10 +35,24 @@ impl Memories {
         access: &CollectionAccess<Write>,
         memories: Vec<NewMemory>,
     ) -> Result<Vec<Arc<MemoryRecord>>> {
+        self.create_as(access, memories, None).await
+    }
+
+    /// [`Self::create`] with the memories' ids chosen by the caller (one per memory), so
+    /// that a resumed job can find and replace what an interrupted attempt stored.
+    pub(crate) async fn create_as(
+        &self,
+        access: &CollectionAccess<Write>,
+        memories: Vec<NewMemory>,
+        ids: Option<Vec<String>>,
+    ) -> Result<Vec<Arc<MemoryRecord>>> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.create_once(access, memories.clone()).await {
+            match self
+                .create_once(access, memories.clone(), ids.clone())
+                .await
+            {
                 Err(Error::EmbeddingSwitched { .. }) if attempt < 3 => continue,
                 result => return result,
             }
@@ -49,6 +63,7 @@ impl Memories {
         &self,
         access: &CollectionAccess<Write>,
         memories: Vec<NewMemory>,
+        ids: Option<Vec<String>>,
     ) -> Result<Vec<Arc<MemoryRecord>>> {
         let (agent, collection) = (access.agent(), access.collection());
         self.root
@@ -69,24 +84,33 @@ impl Memories {
             id: agent.key_id.clone(),
             label: agent.label.clone(),
         };
+        let mut ids = ids.map(Vec::into_iter);
         let stored = memories
             .into_iter()
             .zip(embeddings)
-            .map(|(memory, embedding)| StoredMemory {
-                record: MemoryRecord {
-                    metadata: memory.metadata,
-                    container_tag: memory.container_tag,
-                    images: memory.images,
-                    ..MemoryRecord::new(
-                        memory.text,
-                        memory.importance,
-                        memory.category,
-                        memory.source,
-                        created_by.clone(),
-                        now,
-                    )
-                },
-                embedding,
+            .map(|(memory, embedding)| {
+                let record = MemoryRecord::new(
+                    memory.text,
+                    memory.importance,
+                    memory.category,
+                    memory.source,
+                    created_by.clone(),
+                    now,
+                );
+                let id = ids
+                    .as_mut()
+                    .and_then(Iterator::next)
+                    .unwrap_or_else(|| record.id.clone());
+                StoredMemory {
+                    record: MemoryRecord {
+                        id,
+                        metadata: memory.metadata,
+                        container_tag: memory.container_tag,
+                        images: memory.images,
+                        ..record
+                    },
+                    embedding,
+                }
             })
             .collect();
         self.root

@@ -384,6 +384,8 @@ struct Inner {
     /// counted: the storage limit's check lists a tenant's files at most every
     /// [`FILES_USAGE_TTL`].
     files_usage: DashMap<TenantId, (std::time::Instant, u64)>,
+    /// Runs large imports; set once started (its kind holds a weak reference).
+    import: OnceLock<JobQueue<crate::account::ImportJobs>>,
     /// Erases accounts; set once started (its kind holds a weak reference).
     erasure: OnceLock<JobQueue<crate::account::AccountErasures>>,
     /// Serializes signups, so one email never gets two tenants.
@@ -526,6 +528,7 @@ impl Memvault {
                 reembed_progress,
                 mail,
                 erasure: OnceLock::new(),
+                import: OnceLock::new(),
                 files_usage: DashMap::new(),
                 signups: tokio::sync::Mutex::new(()),
                 mail_limiter: crate::ratelimit::FixedWindowLimiter::new(100_000),
@@ -540,6 +543,7 @@ impl Memvault {
         service.start_extraction().await?;
         service.start_ingest().await?;
         service.start_erasure().await?;
+        service.start_import().await?;
         Ok(service)
     }
 
@@ -600,6 +604,33 @@ impl Memvault {
                 })?;
         let _ = self.inner.erasure.set(queue);
         Ok(())
+    }
+
+    /// Starts the import queue, which resumes every import a previous run left
+    /// unfinished.
+    async fn start_import(&self) -> Result<()> {
+        let kind = crate::account::ImportJobs::new(
+            self.inner.store.clone(),
+            Arc::new(portability::ImportWriter(Arc::downgrade(&self.inner))),
+            portability::IMPORT_BATCH,
+        );
+        let queue =
+            JobQueue::start(Arc::new(kind), 1)
+                .await
+                .map_err(|error| Error::StartFailed {
+                    what: "the import queue".to_owned(),
+                    reason: error.to_string(),
+                })?;
+        let _ = self.inner.import.set(queue);
+        Ok(())
+    }
+
+    /// The import queue (started with the service).
+    pub(crate) fn import_queue(&self) -> Result<&JobQueue<crate::account::ImportJobs>> {
+        self.inner.import.get().ok_or_else(|| Error::TaskFailed {
+            task: "import queue",
+            reason: "not started".to_owned(),
+        })
     }
 
     /// The erasure queue (started with the service).
@@ -735,6 +766,9 @@ impl Memvault {
         }
         if let Some(erasure) = self.inner.erasure.get() {
             erasure.stop().await;
+        }
+        if let Some(import) = self.inner.import.get() {
+            import.stop().await;
         }
         self.inner.reembed.stop().await;
         if let Some(mail) = &self.inner.mail {

@@ -110,6 +110,9 @@ impl Operator {
         if let Some(erasure) = self.root.inner.erasure.get() {
             kinds.push(("erasure", erasure.metrics()));
         }
+        if let Some(import) = self.root.inner.import.get() {
+            kinds.push(("import", import.metrics()));
+        }
         kinds
     }
 

@@ -5,14 +5,21 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use memvault_storage::{CollectionName, MemoryRecord, TenantRecord};
+use chrono::Utc;
+use memvault_storage::{
+    CollectionName, ImportCollectionRecord, ImportItemRecord, ImportJobRecord, ImportPayload,
+    ImportSkipRecord, ImportState, MemoryRecord, TenantRecord,
+};
 use serde_json::{Map, Value};
 
 use super::{CollectionView, Memvault};
+use crate::account::import::item_id;
+use crate::account::{Growth, ImportRunner};
 use crate::agent::Agent;
+use crate::call::blocking;
 use crate::error::{Error, Result};
 use crate::memory::NewMemory;
-use crate::service::Write;
+use crate::service::{CollectionAccess, Write};
 
 /// Memories embedded and stored per call during an import.
 pub const IMPORT_BATCH: usize = 256;
@@ -80,13 +87,19 @@ impl Portability {
     /// Creates the collections (existing ones are kept as they are), then stores the
     /// memories collection by collection in batches, each batch embedded at once. Every
     /// collection is authorized for writing before anything is written: a key without
-    /// write access to one of them imports nothing.
+    /// write access to one of them imports nothing; nor does an import past the tier's
+    /// memory limit.
     pub async fn import(
         &self,
         agent: &Agent,
         collections: Vec<ImportCollection>,
         memories: Vec<ImportedMemory>,
     ) -> Result<ImportOutcome> {
+        let accesses = self.authorize(agent, &collections, &memories)?;
+        self.root
+            .admit(&agent.tenant_id, Growth::Memories(memories.len() as u64))
+            .await?;
+        self.create_collections(&accesses, collections).await?;
         let mut by_collection: BTreeMap<CollectionName, Vec<ImportedMemory>> = BTreeMap::new();
         for memory in memories {
             by_collection
@@ -94,20 +107,121 @@ impl Portability {
                 .or_default()
                 .push(memory);
         }
+        let mut imported = 0;
+        for (name, items) in by_collection {
+            for batch in items.chunks(IMPORT_BATCH) {
+                imported += self.store_batch(&accesses[&name], batch, None).await?;
+            }
+        }
+        Ok(ImportOutcome {
+            imported,
+            collections: accesses.keys().map(ToString::to_string).collect(),
+        })
+    }
+
+    /// Queues a large import as a job (see [`crate::account::import`]): authorized and
+    /// checked against the tier now, stored with its items, run in the background.
+    pub async fn import_later(
+        &self,
+        agent: &Agent,
+        collections: Vec<ImportCollection>,
+        memories: Vec<ImportedMemory>,
+        skipped: Vec<ImportSkipRecord>,
+        skipped_count: usize,
+    ) -> Result<ImportJobRecord> {
+        let accesses = self.authorize(agent, &collections, &memories)?;
+        self.root
+            .admit(&agent.tenant_id, Growth::Memories(memories.len() as u64))
+            .await?;
+        let now = Utc::now();
+        let job = ImportJobRecord {
+            id: format!("imp_{}", uuid::Uuid::now_v7().simple()),
+            tenant_id: agent.tenant_id.clone(),
+            key_id: agent.key_id.clone(),
+            state: ImportState::Queued,
+            total: memories.len(),
+            cursor: 0,
+            skipped: skipped_count,
+            errors: skipped,
+            collections: accesses.keys().map(ToString::to_string).collect(),
+            detail: None,
+            attempts: 0,
+            created_at: now,
+            updated_at: now,
+        };
+        let payload = ImportPayload {
+            collections: collections
+                .into_iter()
+                .map(|collection| ImportCollectionRecord {
+                    name: collection.name,
+                    description: collection.description,
+                    metadata: collection.metadata,
+                })
+                .collect(),
+            items: memories.into_iter().map(item_record).collect(),
+        };
+        let (store, stored) = (self.root.inner.store.clone(), job.clone());
+        blocking(move || store.create_import(&stored, &payload)).await?;
+        if self
+            .root
+            .import_queue()?
+            .submit((job.tenant_id.clone(), job.id.clone()))
+            .is_err()
+        {
+            tracing::warn!(import = %job.id, "import queue stopped; the import resumes at the next start");
+        }
+        Ok(job)
+    }
+
+    /// An import of the caller's tenant, as far as it is.
+    pub async fn import_job(&self, agent: &Agent, id: &str) -> Result<ImportJobRecord> {
+        let (store, tenant, key) = (
+            self.root.inner.store.clone(),
+            agent.tenant_id.clone(),
+            id.to_owned(),
+        );
+        blocking(move || store.import_job(&tenant, &key))
+            .await?
+            .ok_or_else(|| Error::ImportNotFound(id.to_owned()))
+    }
+
+    /// Write access to every collection the import names, or the first refusal.
+    fn authorize(
+        &self,
+        agent: &Agent,
+        collections: &[ImportCollection],
+        memories: &[ImportedMemory],
+    ) -> Result<BTreeMap<CollectionName, CollectionAccess<Write>>> {
         let authorizer = self.root.authorizer();
         let mut accesses = BTreeMap::new();
         for name in collections
             .iter()
             .map(|collection| &collection.name)
-            .chain(by_collection.keys())
+            .chain(memories.iter().map(|memory| &memory.collection))
         {
             if !accesses.contains_key(name) {
                 let access = authorizer.authorize::<Write>(agent, name.clone())?;
                 accesses.insert(name.clone(), access);
             }
         }
-        let existing = self.root.tenant_handle(&agent.tenant_id)?.snapshot();
+        Ok(accesses)
+    }
+
+    /// Creates the collections that are missing (existing ones are left as they are).
+    async fn create_collections(
+        &self,
+        accesses: &BTreeMap<CollectionName, CollectionAccess<Write>>,
+        collections: Vec<ImportCollection>,
+    ) -> Result<()> {
         for collection in collections {
+            let Some(tenant) = accesses
+                .values()
+                .next()
+                .map(|access| access.tenant().clone())
+            else {
+                return Ok(());
+            };
+            let existing = self.root.tenant_handle(&tenant)?.snapshot();
             if existing.collections.contains_key(&collection.name) {
                 continue;
             }
@@ -122,38 +236,157 @@ impl Portability {
                 Err(error) => return Err(error),
             }
         }
-        let mut imported = 0;
-        for (name, items) in by_collection {
-            let access = &accesses[&name];
-            for batch in items.chunks(IMPORT_BATCH) {
-                let created = self
-                    .root
+        Ok(())
+    }
+
+    /// Stores one batch of one collection (embedded at once), with `ids` when given, and
+    /// sets the pinned and archived flags; how many were stored.
+    async fn store_batch(
+        &self,
+        access: &CollectionAccess<Write>,
+        batch: &[ImportedMemory],
+        ids: Option<Vec<String>>,
+    ) -> Result<usize> {
+        let created = self
+            .root
+            .memories()
+            .create_as(
+                access,
+                batch.iter().map(|item| item.memory.clone()).collect(),
+                ids,
+            )
+            .await?;
+        for (record, item) in created.iter().zip(batch) {
+            if item.pinned {
+                self.root
                     .memories()
-                    .create(
-                        access,
-                        batch.iter().map(|item| item.memory.clone()).collect(),
-                    )
+                    .set_pinned(access, &record.id, true)
                     .await?;
-                for (record, item) in created.iter().zip(batch) {
-                    if item.pinned {
-                        self.root
-                            .memories()
-                            .set_pinned(access, &record.id, true)
-                            .await?;
-                    }
-                    if item.archived {
-                        self.root
-                            .memories()
-                            .set_archived(access, &record.id, true)
-                            .await?;
-                    }
-                }
-                imported += created.len();
+            }
+            if item.archived {
+                self.root
+                    .memories()
+                    .set_archived(access, &record.id, true)
+                    .await?;
             }
         }
-        Ok(ImportOutcome {
-            imported,
-            collections: accesses.keys().map(ToString::to_string).collect(),
+        Ok(created.len())
+    }
+}
+
+fn item_record(memory: ImportedMemory) -> ImportItemRecord {
+    ImportItemRecord {
+        collection: memory.collection,
+        text: memory.memory.text,
+        importance: memory.memory.importance,
+        category: memory.memory.category,
+        source: memory.memory.source,
+        metadata: memory.memory.metadata,
+        container_tag: memory.memory.container_tag,
+        pinned: memory.pinned,
+        archived: memory.archived,
+    }
+}
+
+fn imported_of(item: &ImportItemRecord) -> ImportedMemory {
+    ImportedMemory {
+        collection: item.collection.clone(),
+        memory: NewMemory {
+            text: item.text.clone(),
+            importance: item.importance,
+            category: item.category.clone(),
+            source: item.source.clone(),
+            metadata: item.metadata.clone(),
+            container_tag: item.container_tag.clone(),
+            images: Vec::new(),
+        },
+        pinned: item.pinned,
+        archived: item.archived,
+    }
+}
+
+/// What import jobs run, through a weak reference to the service (the queue lives in it).
+pub(super) struct ImportWriter(pub(super) std::sync::Weak<super::Inner>);
+
+#[async_trait::async_trait]
+impl ImportRunner for ImportWriter {
+    async fn store(
+        &self,
+        job: &ImportJobRecord,
+        payload: &ImportPayload,
+        from: usize,
+        to: usize,
+    ) -> Result<()> {
+        let inner = self
+            .0
+            .upgrade()
+            .ok_or_else(|| Error::ExtractionUnavailable("the service is stopping".to_owned()))?;
+        let portability = Portability {
+            root: Memvault { inner },
+        };
+        let agent = portability.agent_of(job)?;
+        let collections: Vec<ImportCollection> = payload
+            .collections
+            .iter()
+            .map(|collection| ImportCollection {
+                name: collection.name.clone(),
+                description: collection.description.clone(),
+                metadata: collection.metadata.clone(),
+            })
+            .collect();
+        let items: Vec<ImportedMemory> = payload.items[from..to].iter().map(imported_of).collect();
+        let accesses = portability.authorize(&agent, &collections, &items)?;
+        if from == 0 {
+            portability
+                .create_collections(&accesses, collections)
+                .await?;
+        }
+        // Items of this range an interrupted attempt stored are replaced, not doubled.
+        let memories = portability.root.memories();
+        let mut fresh = Vec::with_capacity(items.len());
+        for (offset, item) in items.into_iter().enumerate() {
+            let id = item_id(&job.id, from + offset);
+            let access = &accesses[&item.collection];
+            match memories.delete(access, &id).await {
+                Ok(()) | Err(Error::MemoryNotFound { .. } | Error::CollectionNotFound(_)) => {}
+                Err(error) => return Err(error),
+            }
+            fresh.push((id, item));
+        }
+        let mut start = 0;
+        while start < fresh.len() {
+            let collection = fresh[start].1.collection.clone();
+            let end = fresh[start..]
+                .iter()
+                .position(|(_, item)| item.collection != collection)
+                .map_or(fresh.len(), |length| start + length);
+            let (ids, batch): (Vec<String>, Vec<ImportedMemory>) =
+                fresh[start..end].iter().cloned().unzip();
+            portability
+                .store_batch(&accesses[&collection], &batch, Some(ids))
+                .await?;
+            start = end;
+        }
+        Ok(())
+    }
+}
+
+impl Portability {
+    /// The agent an import writes as: the key that asked for it, while it is active.
+    fn agent_of(&self, job: &ImportJobRecord) -> Result<Agent> {
+        let snapshot = self.root.tenant_handle(&job.tenant_id)?.snapshot();
+        let key = snapshot
+            .keys
+            .get(&job.key_id)
+            .filter(|key| key.is_active(Utc::now()))
+            .ok_or_else(|| Error::KeyInactive(job.key_id.clone()))?;
+        Ok(Agent {
+            tenant_id: job.tenant_id.clone(),
+            key_id: key.id.clone(),
+            label: key.label.clone(),
+            read_only: key.read_only,
+            owner: key.owner,
+            admin: snapshot.record.admin,
         })
     }
 }
