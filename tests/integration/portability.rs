@@ -539,3 +539,49 @@ fn ten_thousand_memories_with_files_export_and_import_as_a_job_with_the_same_sea
         }
     }
 }
+
+#[test]
+fn an_import_cut_by_kill_9_resumes_and_stores_each_memory_once() {
+    const KEY: &str = "mv_import_admin_key_0123456789abcdef";
+    const ITEMS: usize = 3_000;
+    let (_guard, data_dir) = crate::support::temp_data_dir();
+    let mut server =
+        crate::support::ServerProcess::start(&data_dir, &[("MEMVAULT_BOOTSTRAP_KEY", KEY)])
+            .expect("server starts");
+    let client = server.client(KEY);
+    let items: Vec<Value> = (0..ITEMS)
+        .map(|n| json!({"text": format!("{} (item {n})", sentence(n)), "collection": "restored"}))
+        .collect();
+    let accepted = expect_status(
+        client.post("/v1/memory/admin/import", &json!({"memories": items})),
+        202,
+    );
+    let id = accepted["import_id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let before = loop {
+        let job = expect_status(client.get(&format!("/v1/memory/admin/import/{id}")), 200);
+        if job["imported"].as_u64().unwrap() >= 256 {
+            break job;
+        }
+        assert!(std::time::Instant::now() < deadline, "no progress: {job}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_ne!(
+        before["state"], "done",
+        "the import finished before the kill: {before}"
+    );
+    server.kill_hard();
+    println!("killed at {} of {ITEMS}", before["imported"]);
+
+    let restarted = crate::support::ServerProcess::start(&data_dir, &[]).expect("server restarts");
+    let client = restarted.client(KEY);
+    let (finished, _) = follow_import(&client, &id);
+    assert_eq!(finished["state"], "done", "{finished}");
+    assert_eq!(finished["imported"], ITEMS, "{finished}");
+    let texts = texts_by_collection(&client);
+    let restored = &texts["restored"];
+    assert_eq!(restored.len(), ITEMS, "each item stored once");
+    let mut unique_texts = restored.clone();
+    unique_texts.dedup();
+    assert_eq!(unique_texts.len(), ITEMS);
+}
