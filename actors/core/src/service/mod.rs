@@ -340,6 +340,21 @@ impl Remember for GraphWriter {
     }
 }
 
+/// Starts a job queue of `kind` with `workers` workers; it resumes the kind's unfinished
+/// jobs. `what` names the queue in the start-up error.
+async fn start_queue<K: memvault_jobs::JobKind>(
+    kind: K,
+    workers: usize,
+    what: &str,
+) -> Result<JobQueue<K>> {
+    JobQueue::start(Arc::new(kind), workers)
+        .await
+        .map_err(|error| Error::StartFailed {
+            what: what.to_owned(),
+            reason: error.to_string(),
+        })
+}
+
 /// How long a tenant's counted file bytes are trusted before they are listed again.
 const FILES_USAGE_TTL: Duration = Duration::from_secs(30);
 
@@ -448,12 +463,12 @@ impl Memvault {
             what: "webhook delivery".to_owned(),
             reason: error.to_string(),
         })?;
-        let webhooks = JobQueue::start(Arc::new(deliveries), CONCURRENT_ATTEMPTS)
-            .await
-            .map_err(|error| Error::StartFailed {
-                what: "the webhook delivery queue".to_owned(),
-                reason: error.to_string(),
-            })?;
+        let webhooks = start_queue(
+            deliveries,
+            CONCURRENT_ATTEMPTS,
+            "the webhook delivery queue",
+        )
+        .await?;
         let recorder = tokio::spawn(record_events(
             events.subscribe(),
             store.clone(),
@@ -462,36 +477,30 @@ impl Memvault {
         ));
         // After the root actor: the jobs are the collections it loaded on another model.
         let reembed_progress = ReembedProgress::default();
-        let reembed = JobQueue::start(
-            Arc::new(ReembedJobs::new(
+        let reembed = start_queue(
+            ReembedJobs::new(
                 store.clone(),
                 tenants.clone(),
                 embedders.clone(),
                 reembed_progress.clone(),
                 config.clock.clone(),
-            )),
+            ),
             1,
+            "the re-embedding queue",
         )
-        .await
-        .map_err(|error| Error::StartFailed {
-            what: "the re-embedding queue".to_owned(),
-            reason: error.to_string(),
-        })?;
+        .await?;
         let mail = match &config.account.mailer {
             Some(mailer) => Some(
-                JobQueue::start(
-                    Arc::new(crate::account::MailDeliveries::new(
+                start_queue(
+                    crate::account::MailDeliveries::new(
                         store.clone(),
                         mailer.clone(),
                         config.account.clone(),
-                    )),
+                    ),
                     crate::account::mail::CONCURRENT_SENDS,
+                    "the mail queue",
                 )
-                .await
-                .map_err(|error| Error::StartFailed {
-                    what: "the mail queue".to_owned(),
-                    reason: error.to_string(),
-                })?,
+                .await?,
             ),
             None => None,
         };
@@ -557,12 +566,12 @@ impl Memvault {
     async fn start_extraction(&self) -> Result<()> {
         let remember = Arc::new(GraphWriter(Arc::downgrade(&self.inner)));
         let kind = ExtractionJobs::new(self.inner.store.clone(), remember);
-        let queue = JobQueue::start(Arc::new(kind), self.inner.config.extraction_workers)
-            .await
-            .map_err(|error| Error::StartFailed {
-                what: "the extraction queue".to_owned(),
-                reason: error.to_string(),
-            })?;
+        let queue = start_queue(
+            kind,
+            self.inner.config.extraction_workers,
+            "the extraction queue",
+        )
+        .await?;
         let _ = self.inner.extraction.set(queue);
         Ok(())
     }
@@ -575,13 +584,7 @@ impl Memvault {
             items,
             self.inner.config.files.item_deadline,
         );
-        let queue =
-            JobQueue::start(Arc::new(kind), 1)
-                .await
-                .map_err(|error| Error::StartFailed {
-                    what: "the ingest queue".to_owned(),
-                    reason: error.to_string(),
-                })?;
+        let queue = start_queue(kind, 1, "the ingest queue").await?;
         let _ = self.inner.ingest.set(queue);
         Ok(())
     }
@@ -595,13 +598,7 @@ impl Memvault {
             self.inner.config.index_dir.clone(),
             self.inner.config.account.erasure,
         );
-        let queue =
-            JobQueue::start(Arc::new(kind), 1)
-                .await
-                .map_err(|error| Error::StartFailed {
-                    what: "the erasure queue".to_owned(),
-                    reason: error.to_string(),
-                })?;
+        let queue = start_queue(kind, 1, "the erasure queue").await?;
         let _ = self.inner.erasure.set(queue);
         Ok(())
     }
@@ -614,13 +611,7 @@ impl Memvault {
             Arc::new(portability::ImportWriter(Arc::downgrade(&self.inner))),
             portability::IMPORT_BATCH,
         );
-        let queue =
-            JobQueue::start(Arc::new(kind), 1)
-                .await
-                .map_err(|error| Error::StartFailed {
-                    what: "the import queue".to_owned(),
-                    reason: error.to_string(),
-                })?;
+        let queue = start_queue(kind, 1, "the import queue").await?;
         let _ = self.inner.import.set(queue);
         Ok(())
     }
