@@ -233,6 +233,32 @@ impl memvault_storage::AccountStore for FlakyStore {
     fn prune_events(&self, before: chrono::DateTime<chrono::Utc>) -> StoreResult<usize> {
         self.inner.prune_events(before)
     }
+
+    fn email_address_of(
+        &self,
+        tenant: &TenantId,
+    ) -> StoreResult<Option<memvault_storage::EmailAddressRecord>> {
+        self.inner.email_address_of(tenant)
+    }
+
+    fn email_address_by_hash(
+        &self,
+        local_hash: &str,
+    ) -> StoreResult<Option<memvault_storage::EmailAddressRecord>> {
+        self.inner.email_address_by_hash(local_hash)
+    }
+
+    fn replace_email_address(
+        &self,
+        address: &memvault_storage::EmailAddressRecord,
+        expected: Option<&str>,
+    ) -> StoreResult<bool> {
+        self.inner.replace_email_address(address, expected)
+    }
+
+    fn delete_email_address_of(&self, tenant: &TenantId) -> StoreResult<bool> {
+        self.inner.delete_email_address_of(tenant)
+    }
 }
 
 impl memvault_storage::AuditStore for FlakyStore {
