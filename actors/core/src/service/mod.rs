@@ -8,6 +8,7 @@ mod audit;
 mod billing;
 mod changes;
 mod collections;
+mod email;
 mod files;
 pub mod intelligence;
 mod internal;
@@ -40,6 +41,7 @@ pub use audit::AuditTrail;
 pub use billing::{Billing, EventOutcome, ReturnUrls};
 pub use changes::CollectionChanges;
 pub use collections::{CollectionView, Collections};
+pub use email::{DropAddress, Email, Inbound};
 pub use files::{
     CompletedUpload, Download, FileResult, Files, Incoming, StagedFile, UploadSpec, UploadTicket,
 };
@@ -110,6 +112,8 @@ pub struct ServiceConfig {
     pub account: crate::account::AccountSettings,
     /// Stripe: keys, price, where customers return.
     pub billing: crate::billing::BillingSettings,
+    /// Mail-in: the drop addresses' domain.
+    pub email: crate::email::EmailSettings,
 }
 
 /// The blob store files go to, and the signer that checks the presigned URLs memvault
@@ -167,6 +171,7 @@ impl Default for ServiceConfig {
             blobs: BlobBackend::in_memory("http://127.0.0.1:8420"),
             account: crate::account::AccountSettings::default(),
             billing: crate::billing::BillingSettings::default(),
+            email: crate::email::EmailSettings::default(),
         }
     }
 }
@@ -622,6 +627,11 @@ impl Memvault {
     /// Stripe checkout, portal and webhook events.
     pub fn billing(&self) -> Billing {
         Billing { root: self.clone() }
+    }
+
+    /// Mail-in: drop addresses, the sender allowlist, the relay's handoff.
+    pub fn email(&self) -> Email {
+        Email { root: self.clone() }
     }
 
     /// What memvault's own other processes call (internal embed).
