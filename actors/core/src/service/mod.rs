@@ -33,6 +33,7 @@ use dashmap::DashMap;
 use memvault_storage::{CollectionName, EmbeddingModel, Store, TenantId, TenantRecord};
 use ractor::{Actor, ActorRef};
 
+pub use access::MAIL_INTAKE_ID;
 pub use access::{
     Access, Authorizer, CollectionAccess, CollectionGrants, Level, Read, Sweep, Write,
 };
