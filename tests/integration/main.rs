@@ -10,6 +10,7 @@ mod basics;
 mod billing;
 mod collections;
 mod durability;
+mod email;
 mod errors;
 mod files;
 mod files_s3;

@@ -16,6 +16,22 @@ use super::authentication::AuthenticationHeaders;
 /// Parts one message turns into at most (the body and attachments); more are skipped.
 pub const MAX_PARTS: usize = 50;
 
+/// Header fields of which a message has at least one.
+const MESSAGE_FIELDS: [&str; 12] = [
+    "from",
+    "to",
+    "cc",
+    "subject",
+    "date",
+    "message-id",
+    "return-path",
+    "delivered-to",
+    "received",
+    "mime-version",
+    "content-type",
+    "sender",
+];
+
 /// What the intake reads from a message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InboundMessage {
@@ -52,8 +68,18 @@ pub fn parse_message(raw: &[u8]) -> Result<InboundMessage, String> {
     let message = MessageParser::default()
         .parse(raw)
         .ok_or_else(|| "no header block could be read".to_owned())?;
-    if message.headers().is_empty() {
-        return Err("no header block could be read".to_owned());
+    // mail-parser reads a header out of almost anything; a message names at least one of
+    // the fields every MTA or author writes.
+    let known = message.headers_raw().any(|(name, _)| {
+        MESSAGE_FIELDS
+            .iter()
+            .any(|field| name.eq_ignore_ascii_case(field))
+    });
+    if !known {
+        return Err(
+            "no header block could be read (none of From, To, Subject, Date, Message-ID, ...)"
+                .to_owned(),
+        );
     }
     let sender = first_address(message.from())
         .or_else(|| message.return_address().map(str::to_owned))
@@ -378,6 +404,8 @@ The orchard lease runs until March.\r\n\
     #[test]
     fn garbage_is_no_message_and_never_panics() {
         assert!(parse_message(b"").is_err());
+        assert!(parse_message(b"\x00\xff this is not an RFC 822 message \x00").is_err());
+        assert!(parse_message(b"just: a header\r\n\r\nand a body").is_err());
         for raw in [
             &b"\x00\xff this is not an RFC 822 message \x00"[..],
             b"Content-Type: multipart/mixed; boundary=x\r\n\r\n--x\r\n--x\r\n--x--",
