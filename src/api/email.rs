@@ -259,8 +259,8 @@ pub async fn inbound(
             };
             (StatusCode::ACCEPTED, Json(body)).into_response()
         }
-        Inbound::Dropped { reason, .. } => {
-            tracing::info!(reason, "inbound mail dropped");
+        Inbound::Dropped { tenant, reason } => {
+            tracing::info!(reason, tenant = ?tenant.map(|id| id.to_string()), "inbound mail dropped");
             let body = InboundDropped {
                 accepted: false,
                 reason: reason.to_owned(),

@@ -305,6 +305,42 @@ fn rotation_kills_the_old_address_at_once_and_keeps_domain_and_collection() {
     assert_eq!(holding(&stored, &before).len(), 1);
     assert_eq!(holding(&stored, &after).len(), 1);
     assert!(holding(&stored, &late).is_empty());
+    // The tenant's audit log has the rotation (by its owner) and both accepted mails.
+    let tenant_id = expect_status(mailbox.client.get("/v1/memory/admin/me"), 200)["id"]
+        .as_str()
+        .expect("tenant id")
+        .to_owned();
+    let admin = Client::new(&server().base_url, Some(&server().admin_key));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let log = expect_status(
+            admin.get(&format!("/v1/memory/admin/audit?tenant_id={tenant_id}")),
+            200,
+        );
+        let actions: Vec<(String, String)> = log["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .map(|entry| {
+                (
+                    entry["action"].as_str().unwrap_or_default().to_owned(),
+                    entry["agent_id"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+        let inbound = actions
+            .iter()
+            .filter(|(action, agent)| action == "email.inbound" && agent == "email-in")
+            .count();
+        let rotated = actions
+            .iter()
+            .any(|(action, agent)| action == "email.address.rotate" && agent.starts_with("key_"));
+        if inbound == 2 && rotated {
+            break;
+        }
+        assert!(Instant::now() < deadline, "audit log: {actions:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 #[test]

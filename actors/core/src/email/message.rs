@@ -402,6 +402,32 @@ The orchard lease runs until March.\r\n\
     }
 
     #[test]
+    fn deeply_nested_messages_and_multiparts_neither_overflow_nor_panic() {
+        let depth = 5_000;
+        let mut forwarded = String::from("From: a@example.org\r\nTo: mv-abc@in.test\r\n");
+        for _ in 0..depth {
+            forwarded.push_str("Content-Type: message/rfc822\r\n\r\nFrom: a@example.org\r\n");
+        }
+        forwarded.push_str("\r\nthe innermost text\r\n");
+        let mut multipart = String::from("From: a@example.org\r\n");
+        for level in 0..depth {
+            multipart.push_str(&format!(
+                "Content-Type: multipart/mixed; boundary=\"b{level}\"\r\n\r\n--b{level}\r\n"
+            ));
+        }
+        multipart.push_str("Content-Type: text/plain\r\n\r\ndeep\r\n");
+        for raw in [forwarded, multipart] {
+            // On a thread with a 2 MiB stack, as tokio's blocking pool gives.
+            let outcome = std::thread::Builder::new()
+                .stack_size(2 * 1024 * 1024)
+                .spawn(move || parse_message(raw.as_bytes()).map(|message| message.parts.len()))
+                .unwrap()
+                .join();
+            assert!(outcome.is_ok(), "parsing panicked or overflowed");
+        }
+    }
+
+    #[test]
     fn garbage_is_no_message_and_never_panics() {
         assert!(parse_message(b"").is_err());
         assert!(parse_message(b"\x00\xff this is not an RFC 822 message \x00").is_err());
