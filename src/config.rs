@@ -26,6 +26,7 @@ pub struct Config {
     pub blobs: BlobsConfig,
     pub files: FilesConfig,
     pub internal: InternalConfig,
+    pub email: EmailConfig,
     pub mail: MailConfig,
     pub account: AccountConfig,
     pub billing: BillingConfig,
@@ -188,6 +189,28 @@ pub struct InternalConfig {
     /// The shared secret `POST /v1/memory/_internal/embed` takes in
     /// `X-Memvault-Internal-Secret`; unset, the endpoint answers 503.
     pub embed_secret: Option<String>,
+}
+
+/// Mail-in (DESIGN.md runtime contract, Email-in): the drop addresses' domain and the
+/// shared secret of the relay's handoff.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmailConfig {
+    /// The domain of every drop address (`<random>@{domain}`); the MX of this domain
+    /// hands mail to `POST /v1/memory/email/inbound`.
+    pub domain: String,
+    /// The shared secret the relay sends in `X-Memvault-Inbound-Secret`; unset, the
+    /// handoff answers 503.
+    pub inbound_secret: Option<String>,
+}
+
+impl Default for EmailConfig {
+    fn default() -> Self {
+        Self {
+            domain: "in.localhost".to_owned(),
+            inbound_secret: None,
+        }
+    }
 }
 
 /// Where files are stored (DESIGN.md runtime contract, Blobs).
@@ -675,6 +698,12 @@ impl Config {
                     .to_owned(),
             ));
         }
+        if !valid_mail_domain(&self.email.domain) {
+            return Err(ConfigError::Invalid(format!(
+                "email.domain '{}' is not a domain name (letters, digits, hyphens and dots)",
+                self.email.domain
+            )));
+        }
         if self.embedding.dimensions == Some(0) || self.embedding.request_timeout_secs == 0 {
             return Err(ConfigError::Invalid(
                 "embedding.dimensions and embedding.request_timeout_secs must be at least 1"
@@ -752,6 +781,20 @@ impl Config {
 
 /// `MEMVAULT__SECTION__KEY=value` sets `[section] key = value`. The value is read as a
 /// TOML value when it parses as one (numbers, booleans), else as a string.
+/// A domain a drop address can be at: dot-separated labels of letters, digits and inner
+/// hyphens, at most 253 characters.
+fn valid_mail_domain(domain: &str) -> bool {
+    !domain.is_empty()
+        && domain.len() <= 253
+        && domain.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+}
+
 fn apply_env_override(table: &mut toml::Table, name: &str, raw: &str) -> Result<(), ConfigError> {
     let Some(path) = name.strip_prefix(ENV_PREFIX) else {
         return Ok(());
@@ -821,6 +864,30 @@ mod tests {
         assert_eq!(config.server.bind, "127.0.0.1:9999");
         assert_eq!(config.embedding.max_batch, 8);
         assert_eq!(config.actors.call_timeout_ms, 1500);
+    }
+
+    #[test]
+    fn email_domain_and_secret_come_from_the_environment_and_the_domain_is_checked() {
+        let config = Config::load(None, Path::new("none"), env(&[])).unwrap();
+        assert_eq!(config.email.domain, "in.localhost");
+        assert_eq!(config.email.inbound_secret, None);
+        let config = Config::load(
+            None,
+            Path::new("none"),
+            env(&[
+                ("MEMVAULT__EMAIL__DOMAIN", "in.example.org"),
+                ("MEMVAULT__EMAIL__INBOUND_SECRET", "s3cret"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.email.domain, "in.example.org");
+        assert_eq!(config.email.inbound_secret.as_deref(), Some("s3cret"));
+        config.validate().unwrap();
+        for domain in ["", "a..b", "-a.b", "a b.c", "user@in.example.org"] {
+            let mut config = Config::default();
+            config.email.domain = domain.to_owned();
+            assert!(config.validate().is_err(), "{domain:?}");
+        }
     }
 
     #[test]

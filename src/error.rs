@@ -68,6 +68,14 @@ pub enum ApiError {
     /// An internal endpoint whose shared secret the server has not been given.
     #[error("{0}")]
     InternalNotConfigured(String),
+    /// The mail-in handoff without the relay's shared secret, or with a wrong one.
+    #[error("the mail-in handoff needs the shared secret in the X-Memvault-Inbound-Secret header")]
+    InboundSecretInvalid,
+    /// Mail-in is off: the server has no `email.inbound_secret`.
+    #[error(
+        "mail-in is off: the server has no shared secret for the handoff (email.inbound_secret)"
+    )]
+    InboundNotConfigured,
     /// Public signup is turned off on this server (`account.signup_enabled = false`).
     #[error("signup is turned off on this server; ask its operator for an account")]
     SignupDisabled,
@@ -99,6 +107,8 @@ impl ApiError {
             ApiError::SignupDisabled => ErrorCode::SignupDisabled,
             ApiError::InternalSecretInvalid => ErrorCode::InternalSecretInvalid,
             ApiError::InternalNotConfigured(_) => ErrorCode::InternalNotConfigured,
+            ApiError::InboundSecretInvalid => ErrorCode::InboundSecretInvalid,
+            ApiError::InboundNotConfigured => ErrorCode::InboundNotConfigured,
             ApiError::Internal(_) => ErrorCode::InternalError,
         }
     }
@@ -260,6 +270,7 @@ mod tests {
                 needed: "can_read",
             },
             Error::Invalid(text()),
+            Error::MessageUnreadable(text()),
             Error::WebhookTargetRejected(text()),
             Error::LlmConfigInvalid {
                 what: "the LLM client",
@@ -306,6 +317,8 @@ mod tests {
             ApiError::MissingApiKey(text()),
             ApiError::InternalSecretInvalid,
             ApiError::InternalNotConfigured(text()),
+            ApiError::InboundSecretInvalid,
+            ApiError::InboundNotConfigured,
             ApiError::InvalidApiKey(text()),
             ApiError::OwnerKeyRequired,
             ApiError::AdminKeyRequired,

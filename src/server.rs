@@ -223,6 +223,9 @@ pub async fn start_service_with_clock(
         account: account_settings(config).map_err(StartupError::Mail)?,
         billing: billing_settings(config),
         tiers: tiers(config),
+        email: memvault_core::email::EmailSettings {
+            domain: config.email.domain.to_ascii_lowercase(),
+        },
     };
     let service = Memvault::start(Arc::new(store), embedders, service_config).await?;
     let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;
@@ -245,7 +248,8 @@ pub async fn start_service_with_clock(
     })
     .with_internal_secrets(crate::api::internal::InternalSecrets {
         embed: config.internal.embed_secret.as_deref().map(Arc::from),
-    });
+    })
+    .with_inbound_secret(config.email.inbound_secret.clone());
     Ok(Started {
         service,
         state,

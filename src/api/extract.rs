@@ -63,6 +63,18 @@ where
     }
 }
 
+/// A raw body (the mail-in handoff's message): a body over the route's limit is 413
+/// `payload_too_large`, an unreadable one 400, in the API's error format.
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        read_body(request, state).await.map(RawBody)
+    }
+}
+
 async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, ApiError> {
     Bytes::from_request(request, state)
         .await

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod billing;
 pub mod blobs;
 pub mod collections;
+pub mod email;
 pub mod extract;
 pub mod files;
 pub mod grants;
@@ -39,7 +40,7 @@ use axum::Router;
 use memvault_core::pageviews::Pageviews;
 use memvault_core::status::StatusMonitor;
 use memvault_core::{
-    Accounts, AuditTrail, Authorizer, Billing, Collections, Files, Graph, Internal, Keys,
+    Accounts, AuditTrail, Authorizer, Billing, Collections, Email, Files, Graph, Internal, Keys,
     Maintenance, Memories, Memvault, Operator, Portability, Proxy, Search, Settings, Tenants,
 };
 use tower_http::catch_panic::CatchPanicLayer;
@@ -84,6 +85,11 @@ pub struct AppState {
     /// The shared secrets of the internal endpoints (none by default: they answer 503).
     #[from_ref(skip)]
     pub internal_secrets: internal::InternalSecrets,
+    /// Mail-in: addresses, allowlists, the relay's handoff.
+    pub email: Email,
+    /// The relay handoff's shared secret (none by default: it answers 503).
+    #[from_ref(skip)]
+    pub inbound_secret: email::InboundSecret,
 }
 
 impl AppState {
@@ -117,12 +123,20 @@ impl AppState {
             portability: service.portability(),
             account_limits: Arc::new(account::AccountLimits::default()),
             internal_secrets: internal::InternalSecrets::default(),
+            email: service.email(),
+            inbound_secret: email::InboundSecret::default(),
         }
     }
 
     /// With the public account routes' limits (config `[account]`).
     pub fn with_account_limits(mut self, limits: account::AccountLimits) -> Self {
         self.account_limits = Arc::new(limits);
+        self
+    }
+
+    /// With the mail-in handoff's shared secret (config `email.inbound_secret`).
+    pub fn with_inbound_secret(mut self, secret: Option<String>) -> Self {
+        self.inbound_secret = email::InboundSecret(secret.map(Arc::from));
         self
     }
 
@@ -193,6 +207,7 @@ fn memory_routes() -> OpenApiRouter<AppState> {
         .nest("/stripe", billing::routes())
         .merge(storage::routes())
         .nest("/webhook", webhooks::routes())
+        .nest("/email", email::routes())
 }
 
 /// `/v1/memory/admin`: the caller's account, and what only admin-flagged tenants reach.
@@ -228,7 +243,7 @@ fn collection_routes() -> OpenApiRouter<AppState> {
 const FILES_MAX_REQUEST_BYTES: usize = 600 * 1024 * 1024;
 
 /// Paths SPEC.md marks public: never answered with 401.
-const PUBLIC_PATHS: [&str; 8] = [
+const PUBLIC_PATHS: [&str; 9] = [
     "/v1/blobs/",
     "/v1/memory/health",
     "/v1/status",
@@ -237,6 +252,7 @@ const PUBLIC_PATHS: [&str; 8] = [
     "/v1/memory/signup",
     "/v1/memory/recover-key",
     "/v1/memory/reveal/",
+    "/v1/memory/email/inbound",
 ];
 
 /// Unknown routes: under `/v1/` the caller is authenticated first, so a bad key gets 401

@@ -31,6 +31,7 @@ use crate::error::ErrorBody;
         (name = "search", description = "Vector, full-text and hybrid search; related; forget"),
         (name = "graph", description = "Remember: facts, supersession, contradictions, profile"),
         (name = "settings", description = "Bring-your-own extraction LLM and object storage, and the monthly spend cap"),
+        (name = "email", description = "Mail-in: the private drop address, the sender allowlist, the relay's handoff"),
         (name = "internal", description = "For memvault's own other processes: a shared secret, not an API key"),
         (name = "keys", description = "API keys as agent identities: create, list, revoke, rotate"),
         (name = "maintenance", description = "Dedup, archive-stale, collection health and summary"),

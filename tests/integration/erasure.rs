@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use memvault_storage::{MetaStore, SledStore, TenantId};
+use memvault_storage::{AccountStore, MetaStore, SledStore, TenantId};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -259,6 +259,7 @@ fn an_erasure_cut_by_kill_9_completes_after_a_restart_and_leaves_nothing() {
     drop_files(&doomed, "docs", &files);
     drop_files(&bystander, "docs", &files);
     remember(&bystander, "notes", "The bystander's memory stays.");
+    expect_status(doomed.get("/v1/memory/email/address"), 200);
     let doomed_id = id_of(&doomed);
     let bystander_id = id_of(&bystander);
     let name = name_of(&doomed);
@@ -315,6 +316,11 @@ fn an_erasure_cut_by_kill_9_completes_after_a_restart_and_leaves_nothing() {
         "the tenant record outlived its erasure"
     );
     assert_eq!(store.tenant_bytes(&tenant).unwrap(), 0);
+    assert_eq!(
+        store.email_address_of(&tenant).unwrap(),
+        None,
+        "the mail-in address outlived the erasure"
+    );
     for part in ["blobs", "indexes"] {
         let left = paths_naming(&data_dir.join(part), &doomed_id);
         assert!(

@@ -10,6 +10,7 @@ mod basics;
 mod billing;
 mod collections;
 mod durability;
+mod email;
 mod erasure;
 mod errors;
 mod files;

@@ -137,6 +137,9 @@ pub enum Error {
     /// A well-formed request with a value the rules do not allow; the text names the field.
     #[error("{0}")]
     Invalid(String),
+    /// A mail-in handoff whose body is not an RFC 822 message.
+    #[error("the body is not an RFC 822 message: {0}")]
+    MessageUnreadable(String),
     /// The webhook URL failed the SSRF guard or is not an http(s) URL; the text says why.
     #[error("{0}")]
     WebhookTargetRejected(String),
@@ -262,6 +265,7 @@ impl Error {
             Error::ReadOnlyKey => ErrorCode::ReadOnlyKey,
             Error::NoGrant { .. } => ErrorCode::NoGrant,
             Error::Invalid(_) => ErrorCode::ValidationFailed,
+            Error::MessageUnreadable(_) => ErrorCode::MessageUnreadable,
             Error::WebhookTargetRejected(_) => ErrorCode::WebhookTargetRejected,
             Error::LlmConfigInvalid { .. } => ErrorCode::LlmConfigInvalid,
             Error::LlmSelfTestFailed(_) => ErrorCode::LlmSelfTestFailed,

@@ -19,6 +19,8 @@
 //! - [`webhooks`]: signed outbound webhooks for memory events, from a durable outbox.
 //! - [`billing`]: Stripe sessions and the webhook signature.
 //! - [`account`]: outgoing mail as a job kind, one-time reveal links and their letters.
+//! - [`email`]: mail-in: drop addresses, the sender allowlist, the relay's
+//!   authentication verdicts, and a raw message split into batch items.
 //!
 //! Actors know nothing of HTTP; storage goes through `memvault-storage`'s traits.
 
@@ -28,6 +30,7 @@ pub mod audit;
 pub mod billing;
 mod call;
 pub mod collection;
+pub mod email;
 pub mod embedders;
 pub mod error;
 pub mod events;
@@ -62,4 +65,5 @@ pub use service::{
     BlobBackend, CompletedUpload, Download, FileResult, Files, Incoming, StagedFile, UploadSpec,
     UploadTicket,
 };
+pub use service::{DropAddress, Email, Inbound};
 pub use service::{EmbeddedTexts, Internal, StorageConfigInput, StorageConfigView};

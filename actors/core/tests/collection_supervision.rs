@@ -253,9 +253,38 @@ impl memvault_storage::AccountStore for FlakyStore {
     fn forget_event(&self, source: &str, id: &str) -> StoreResult<()> {
         self.inner.forget_event(source, id)
     }
+    fn forget_events_of(&self, source: &str) -> StoreResult<usize> {
+        self.inner.forget_events_of(source)
+    }
 
     fn prune_events(&self, before: chrono::DateTime<chrono::Utc>) -> StoreResult<usize> {
         self.inner.prune_events(before)
+    }
+
+    fn email_address_of(
+        &self,
+        tenant: &TenantId,
+    ) -> StoreResult<Option<memvault_storage::EmailAddressRecord>> {
+        self.inner.email_address_of(tenant)
+    }
+
+    fn email_address_by_hash(
+        &self,
+        local_hash: &str,
+    ) -> StoreResult<Option<memvault_storage::EmailAddressRecord>> {
+        self.inner.email_address_by_hash(local_hash)
+    }
+
+    fn replace_email_address(
+        &self,
+        address: &memvault_storage::EmailAddressRecord,
+        expected: Option<&str>,
+    ) -> StoreResult<bool> {
+        self.inner.replace_email_address(address, expected)
+    }
+
+    fn delete_email_address_of(&self, tenant: &TenantId) -> StoreResult<bool> {
+        self.inner.delete_email_address_of(tenant)
     }
 }
 

@@ -45,8 +45,8 @@ pub use records::{
     TenantRecord, TenantSettings, UsageRow,
 };
 pub use records::{
-    AuditEntry, BillingRecord, MailRecord, OutboxDelivery, RevealPurpose, RevealRecord,
-    StorageConfigRecord, WebhookRecord,
+    AuditEntry, BillingRecord, EmailAddressRecord, MailRecord, OutboxDelivery, RevealPurpose,
+    RevealRecord, StorageConfigRecord, WebhookRecord,
 };
 pub use records::{
     ImportCollectionRecord, ImportItemRecord, ImportJobRecord, ImportPayload, ImportSkipRecord,

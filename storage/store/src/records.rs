@@ -390,6 +390,10 @@ pub struct TenantSettings {
     /// The tenant's Stripe customer and subscription; `None` = never paid.
     #[serde(default)]
     pub billing: Option<BillingRecord>,
+    /// Who may send to the tenant's mail-in address (addresses, or `@domain` for a whole
+    /// domain), lower-cased; `None` = never set: the account email alone.
+    #[serde(default)]
+    pub email_senders: Option<Vec<String>>,
 }
 
 /// What Stripe told memvault about a tenant's subscription (from its signed webhooks).
@@ -789,4 +793,19 @@ pub struct RevealRecord {
     pub created_at: DateTime<Utc>,
     /// Not revealed at or after this.
     pub expires_at: DateTime<Utc>,
+}
+
+/// A tenant's mail-in address. The lookup key is the SHA-256 of the local part (lower
+/// case), so a store dump does not list live addresses; the local part itself is kept
+/// only sealed (see `crypto::SecretBox`), to show it to its tenant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmailAddressRecord {
+    pub tenant_id: TenantId,
+    /// Hex SHA-256 of the lower-cased local part.
+    pub local_hash: String,
+    /// The local part, AES-GCM sealed.
+    pub local_sealed: String,
+    /// Where accepted mail is stored.
+    pub collection: CollectionName,
+    pub created_at: DateTime<Utc>,
 }

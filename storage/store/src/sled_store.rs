@@ -5,8 +5,10 @@
 //! loading every pending delivery at start-up scans only those; a tenant's are found by
 //! its prefix). `account` holds the outgoing mail queue under `mail/{id}`, the
 //! one-time reveal links under `reveal/{token hash}` and the handled outside events
-//! under `event/{source}/{id}` (none is reached through a tenant prefix: a reveal link is
-//! found by its token alone, an event by its id). `data` holds everything else under keys that start with the tenant id, so
+//! under `event/{source}/{id}`, and the mail-in addresses under `email/{local part hash}`
+//! (the lookup of inbound mail) and `email-of/{tenant}` (the tenant's own), both written
+//! in one transaction (none is reached through a tenant prefix: a reveal link is
+//! found by its token alone, an event by its id, an address by its hash). `data` holds everything else under keys that start with the tenant id, so
 //! that no key of one tenant can be read through another's prefix:
 //!
 //! ```text
@@ -42,9 +44,10 @@ use sled::{Batch, Db, Tree};
 
 use crate::error::{Result, StorageError};
 use crate::records::{
-    ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmbeddingModel, ExtractJobRecord,
-    ImportJobRecord, ImportPayload, IngestBatchRecord, MailRecord, MemoryRecord, OutboxDelivery,
-    RevealRecord, StagedEmbedding, StoredMemory, TenantId, TenantRecord, TenantSettings, UsageRow,
+    ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmailAddressRecord, EmbeddingModel,
+    ExtractJobRecord, ImportJobRecord, ImportPayload, IngestBatchRecord, MailRecord, MemoryRecord,
+    OutboxDelivery, RevealRecord, StagedEmbedding, StoredMemory, TenantId, TenantRecord,
+    TenantSettings, UsageRow,
 };
 use crate::store::{
     AccountStore, AuditStore, ImportStore, IngestStore, JobStore, MemoryStore, MetaStore,
@@ -801,6 +804,8 @@ impl OutboxStore for SledStore {
 const MAIL_PREFIX: &str = "mail/";
 const REVEAL_PREFIX: &str = "reveal/";
 const EVENT_PREFIX: &str = "event/";
+const EMAIL_PREFIX: &str = "email/";
+const EMAIL_OF_PREFIX: &str = "email-of/";
 
 impl SledStore {
     /// Every record of the account tree under `prefix`.
@@ -922,10 +927,90 @@ impl AccountStore for SledStore {
         self.flush()
     }
 
+    fn forget_events_of(&self, source: &str) -> Result<usize> {
+        let mut batch = Batch::default();
+        let mut removed = 0;
+        for entry in self.account.scan_prefix(format!("{EVENT_PREFIX}{source}/")) {
+            let (key, _) = entry?;
+            batch.remove(key);
+            removed += 1;
+        }
+        if removed > 0 {
+            self.account.apply_batch(batch)?;
+            self.flush()?;
+        }
+        Ok(removed)
+    }
+
     fn prune_events(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize> {
         self.remove_account_records(EVENT_PREFIX, |at: &chrono::DateTime<chrono::Utc>| {
             *at < before
         })
+    }
+
+    fn email_address_of(&self, tenant: &TenantId) -> Result<Option<EmailAddressRecord>> {
+        get_json(&self.account, &format!("{EMAIL_OF_PREFIX}{tenant}"))
+    }
+
+    fn email_address_by_hash(&self, local_hash: &str) -> Result<Option<EmailAddressRecord>> {
+        get_json(&self.account, &format!("{EMAIL_PREFIX}{local_hash}"))
+    }
+
+    fn replace_email_address(
+        &self,
+        address: &EmailAddressRecord,
+        expected: Option<&str>,
+    ) -> Result<bool> {
+        use sled::transaction::{ConflictableTransactionError, TransactionError};
+        let own_key = format!("{EMAIL_OF_PREFIX}{}", address.tenant_id);
+        let lookup_key = format!("{EMAIL_PREFIX}{}", address.local_hash);
+        let value = serde_json::to_vec(address)?;
+        let outcome = self.account.transaction(|tx| {
+            let current = match tx.get(own_key.as_bytes())? {
+                Some(bytes) => Some(
+                    serde_json::from_slice::<EmailAddressRecord>(&bytes)
+                        .map_err(|error| ConflictableTransactionError::Abort(error.to_string()))?
+                        .local_hash,
+                ),
+                None => None,
+            };
+            if current.as_deref() != expected {
+                return Ok(false);
+            }
+            if let Some(old) = current.filter(|old| *old != address.local_hash) {
+                tx.remove(format!("{EMAIL_PREFIX}{old}").as_bytes())?;
+            }
+            tx.insert(lookup_key.as_bytes(), value.as_slice())?;
+            tx.insert(own_key.as_bytes(), value.as_slice())?;
+            Ok(true)
+        });
+        let replaced = match outcome {
+            Ok(replaced) => replaced,
+            Err(TransactionError::Abort(reason)) => {
+                return Err(StorageError::Corrupt {
+                    key: own_key,
+                    reason,
+                })
+            }
+            Err(TransactionError::Storage(error)) => return Err(error.into()),
+        };
+        if replaced {
+            self.flush()?;
+        }
+        Ok(replaced)
+    }
+
+    fn delete_email_address_of(&self, tenant: &TenantId) -> Result<bool> {
+        let own_key = format!("{EMAIL_OF_PREFIX}{tenant}");
+        let Some(current) = get_json::<EmailAddressRecord>(&self.account, &own_key)? else {
+            return Ok(false);
+        };
+        let mut batch = Batch::default();
+        batch.remove(format!("{EMAIL_PREFIX}{}", current.local_hash).as_bytes());
+        batch.remove(own_key.as_bytes());
+        self.account.apply_batch(batch)?;
+        self.flush()?;
+        Ok(true)
     }
 }
 

@@ -4,9 +4,10 @@
 
 use crate::error::Result;
 use crate::records::{
-    ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmbeddingModel, ExtractJobRecord,
-    ImportJobRecord, ImportPayload, IngestBatchRecord, MailRecord, OutboxDelivery, RevealRecord,
-    StagedEmbedding, StoredMemory, TenantId, TenantRecord, TenantSettings, UsageRow,
+    ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmailAddressRecord, EmbeddingModel,
+    ExtractJobRecord, ImportJobRecord, ImportPayload, IngestBatchRecord, MailRecord,
+    OutboxDelivery, RevealRecord, StagedEmbedding, StoredMemory, TenantId, TenantRecord,
+    TenantSettings, UsageRow,
 };
 
 /// Tenants, their API keys and their collections.
@@ -214,8 +215,28 @@ pub trait AccountStore: Send + Sync + 'static {
     /// Forgets one event (it was recorded, then its handling failed: a retry must find it
     /// new).
     fn forget_event(&self, source: &str, id: &str) -> Result<()>;
+    /// Forgets every event of `source` (its tenant is erased); returns how many.
+    fn forget_events_of(&self, source: &str) -> Result<usize>;
     /// Forgets events recorded before `before`; returns how many.
     fn prune_events(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize>;
+
+    /// The tenant's mail-in address; `None` before its first use.
+    fn email_address_of(&self, tenant: &TenantId) -> Result<Option<EmailAddressRecord>>;
+    /// The address whose local part hashes to `local_hash`; `None` for an unknown or
+    /// rotated one.
+    fn email_address_by_hash(&self, local_hash: &str) -> Result<Option<EmailAddressRecord>>;
+    /// Makes `address` its tenant's address if the tenant's current one has the hash
+    /// `expected` (`None`: the tenant has none yet), in one atomic write: the old
+    /// address's lookup entry is removed and the new one added together, so the old
+    /// address stops resolving the moment the new one starts. `false`, and nothing
+    /// written, when the current address is not `expected` (a concurrent change won).
+    fn replace_email_address(
+        &self,
+        address: &EmailAddressRecord,
+        expected: Option<&str>,
+    ) -> Result<bool>;
+    /// Removes the tenant's address (account erasure); `false` when it had none.
+    fn delete_email_address_of(&self, tenant: &TenantId) -> Result<bool>;
 }
 
 /// Everything the service persists; one value of it is shared by all actors.

@@ -24,8 +24,8 @@ use crate::records::{
     TenantSettings, UsageRow,
 };
 use crate::records::{
-    AuditEntry, BillingRecord, MailRecord, OutboxDelivery, RevealPurpose, RevealRecord,
-    StorageConfigRecord, WebhookRecord,
+    AuditEntry, BillingRecord, EmailAddressRecord, MailRecord, OutboxDelivery, RevealPurpose,
+    RevealRecord, StorageConfigRecord, WebhookRecord,
 };
 use crate::records::{
     ImportCollectionRecord, ImportItemRecord, ImportJobRecord, ImportPayload, ImportSkipRecord,
@@ -61,6 +61,7 @@ macro_rules! store_suite {
                 mail_queue_keeps_mails_until_deleted,
                 reveal_links_are_taken_once,
                 events_are_recorded_once,
+                email_addresses_swap_in_one_write,
                 audit_is_per_tenant_newest_first_and_pruned_by_age,
                 staged_embeddings_resume_by_key_and_swap_in_one_write,
                 staged_embeddings_of_another_model_are_dropped,
@@ -494,6 +495,7 @@ pub fn settings_default_then_round_trip(store: &dyn Store) {
             last_event_id: "evt_1".to_owned(),
             updated_at: Utc::now(),
         }),
+        email_senders: Some(vec!["me@example.org".to_owned(), "@example.com".to_owned()]),
     };
     store.put_tenant_settings(&tenant.id, &settings).unwrap();
     assert_eq!(store.tenant_settings(&tenant.id).unwrap(), settings);
@@ -836,6 +838,79 @@ pub fn events_are_recorded_once(store: &dyn Store) {
         store.record_event_once("stripe", "evt_2", at(7)).unwrap(),
         "forgotten one"
     );
+    store.record_event_once("email:t1", "<a@x>", at(8)).unwrap();
+    store.record_event_once("email:t1", "<b@x>", at(8)).unwrap();
+    store
+        .record_event_once("email:t10", "<a@x>", at(8))
+        .unwrap();
+    assert_eq!(store.forget_events_of("email:t1").unwrap(), 2);
+    assert!(store.record_event_once("email:t1", "<a@x>", at(9)).unwrap());
+    assert!(!store
+        .record_event_once("email:t10", "<a@x>", at(9))
+        .unwrap());
+}
+
+fn email_address(tenant: &TenantRecord, hash: &str, collection: &str) -> EmailAddressRecord {
+    EmailAddressRecord {
+        tenant_id: tenant.id.clone(),
+        local_hash: hash.to_owned(),
+        local_sealed: format!("v1:sealed-{hash}"),
+        collection: name(collection),
+        created_at: Utc::now(),
+    }
+}
+
+pub fn email_addresses_swap_in_one_write(store: &dyn Store) {
+    let owner = sample_tenant("email-owner");
+    let other = sample_tenant("email-other");
+    store.put_tenant(&owner).unwrap();
+    store.put_tenant(&other).unwrap();
+    assert_eq!(store.email_address_of(&owner.id).unwrap(), None);
+    let first = email_address(&owner, "hash-1", "email");
+    assert!(
+        !store.replace_email_address(&first, Some("hash-0")).unwrap(),
+        "expects an address the tenant does not have"
+    );
+    assert_eq!(store.email_address_by_hash("hash-1").unwrap(), None);
+    assert!(store.replace_email_address(&first, None).unwrap());
+    assert_eq!(
+        store.email_address_of(&owner.id).unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(
+        store.email_address_by_hash("hash-1").unwrap(),
+        Some(first.clone())
+    );
+    assert!(
+        !store
+            .replace_email_address(&email_address(&owner, "hash-x", "email"), None)
+            .unwrap(),
+        "a second first use loses"
+    );
+    assert_eq!(store.email_address_by_hash("hash-x").unwrap(), None);
+    // Another collection, same address.
+    let moved = email_address(&owner, "hash-1", "inbox");
+    assert!(store.replace_email_address(&moved, Some("hash-1")).unwrap());
+    assert_eq!(store.email_address_by_hash("hash-1").unwrap(), Some(moved));
+    // Rotation: the old hash stops resolving in the same write.
+    let rotated = email_address(&owner, "hash-2", "inbox");
+    assert!(store
+        .replace_email_address(&rotated, Some("hash-1"))
+        .unwrap());
+    assert_eq!(store.email_address_by_hash("hash-1").unwrap(), None);
+    assert_eq!(
+        store.email_address_by_hash("hash-2").unwrap(),
+        Some(rotated.clone())
+    );
+    assert_eq!(store.email_address_of(&owner.id).unwrap(), Some(rotated));
+    // Tenants are apart.
+    let theirs = email_address(&other, "hash-3", "email");
+    assert!(store.replace_email_address(&theirs, None).unwrap());
+    assert!(store.delete_email_address_of(&owner.id).unwrap());
+    assert!(!store.delete_email_address_of(&owner.id).unwrap());
+    assert_eq!(store.email_address_of(&owner.id).unwrap(), None);
+    assert_eq!(store.email_address_by_hash("hash-2").unwrap(), None);
+    assert_eq!(store.email_address_by_hash("hash-3").unwrap(), Some(theirs));
 }
 
 fn audit_entry(tenant: &TenantRecord, minutes_ago: i64, action: &str) -> AuditEntry {

@@ -52,6 +52,7 @@ make_error_codes! {
     StripeSignatureInvalid = ("stripe_signature_invalid", 400, "A Stripe webhook delivery whose Stripe-Signature is missing, malformed, stale (over 5 minutes) or does not match the body.");
     MissingApiKey = ("missing_api_key", 401, "No API key: the Authorization header is missing or has nothing after 'Bearer'.");
     InternalSecretInvalid = ("internal_secret_invalid", 401, "An internal endpoint was called without its shared secret (X-Memvault-Internal-Secret) or with a wrong one.");
+    InboundSecretInvalid = ("inbound_secret_invalid", 401, "The mail-in handoff (POST /v1/memory/email/inbound) came without its shared secret (X-Memvault-Inbound-Secret) or with a wrong one.");
     InvalidApiKey = ("invalid_api_key", 401, "The Authorization header is not 'Bearer mv_...', or the key is unknown, revoked or expired.");
     ReadOnlyKey = ("read_only_key", 403, "A read-only key tried to write.");
     OwnerKeyRequired = ("owner_key_required", 403, "Only the tenant's owner key may manage keys, grants, webhooks and settings.");
@@ -90,6 +91,7 @@ make_error_codes! {
     InvalidQuery = ("invalid_query", 422, "A query parameter is malformed.");
     InvalidPath = ("invalid_path", 422, "A path parameter is malformed.");
     ValidationFailed = ("validation_failed", 422, "A well-formed request with a value outside what the field allows.");
+    MessageUnreadable = ("message_unreadable", 422, "The mail-in handoff's body is not an RFC 822 message: no header block could be read from it.");
     WebhookTargetRejected = ("webhook_target_rejected", 422, "The webhook URL is not http(s) with a host, or is or resolves to a private, loopback, link-local or metadata address.");
     LlmConfigInvalid = ("llm_config_invalid", 422, "An LLM client cannot be set up from this configuration.");
     LlmSelfTestFailed = ("llm_self_test_failed", 422, "The LLM self-test failed, so the configuration was not saved.");
@@ -111,6 +113,7 @@ make_error_codes! {
     MailNotConfigured = ("mail_not_configured", 503, "The server sends no mail, so signup and key recovery are off.");
     BillingNotConfigured = ("billing_not_configured", 503, "Billing is off on this server: no Stripe secret key, price or webhook secret is configured.");
     InternalNotConfigured = ("internal_not_configured", 503, "The internal endpoint is off: the server has no shared secret for it (e.g. internal.embed_secret).");
+    InboundNotConfigured = ("inbound_not_configured", 503, "Mail-in is off: the server has no shared secret for the relay's handoff (email.inbound_secret).");
     EncryptionKeyMissing = ("encryption_key_missing", 503, "The server has no encryption key, so it cannot store credentials.");
     LlmKeyUnreadable = ("llm_key_unreadable", 503, "The tenant's stored LLM key cannot be decrypted.");
     LlmNotConfigured = ("llm_not_configured", 503, "No LLM is configured for the call.");

@@ -66,7 +66,7 @@ pub(super) const OWN_SUITES: [(&str, &str); 18] = [
 /// file a presigned URL's signature names (`/v1/blobs/{key}`; tampered, expired and
 /// other-key URLs are refused in tests/integration/files.rs and the `files` conformance
 /// area).
-pub(super) const PUBLIC: [(&str, &str); 12] = [
+pub(super) const PUBLIC: [(&str, &str); 13] = [
     ("GET", "/v1/memory/health"),
     ("GET", "/v1/status"),
     ("POST", "/v1/pulse"),
@@ -80,6 +80,8 @@ pub(super) const PUBLIC: [(&str, &str); 12] = [
     ("POST", "/v1/memory/recover-key"),
     ("GET", "/v1/memory/reveal/{token}"),
     ("POST", "/v1/memory/reveal/{token}"),
+    // The mail relay's shared secret, not a key: tests/integration/email.rs.
+    ("POST", "/v1/memory/email/inbound"),
     // Stripe signs it: tests/integration/billing.rs.
     ("POST", "/v1/memory/stripe/webhook"),
 ];
@@ -230,6 +232,8 @@ pub(super) const TABLE: &[Entry] = &[
     entry("GET", "/v1/memory/extraction/config", Access::TenantRead, Shape::Tenant, 200),
     entry("GET", "/v1/memory/storage/config", Access::TenantRead, Shape::Tenant, 200),
     entry("GET", "/v1/memory/spend-cap", Access::TenantRead, Shape::Tenant, 200),
+    entry("GET", "/v1/memory/email/address", Access::TenantRead, Shape::Tenant, 200),
+    entry("GET", "/v1/memory/email/senders", Access::TenantRead, Shape::Tenant, 200),
     // No webhook is configured while the reads run.
     entry("GET", "/v1/memory/webhook/config", Access::TenantRead, Shape::Tenant, 404),
     entry("POST", "/v1/memory/search", Access::TenantRead, Shape::Naming, 200),
@@ -272,6 +276,9 @@ pub(super) const TABLE: &[Entry] = &[
     entry("DELETE", "/v1/memory/storage/config", Access::OwnerOnly, Shape::Tenant, 204),
     entry("PUT", "/v1/memory/webhook/config", Access::OwnerOnly, Shape::Tenant, 200),
     entry("DELETE", "/v1/memory/webhook/config", Access::OwnerOnly, Shape::Tenant, 204),
+    entry("PUT", "/v1/memory/email/address", Access::OwnerOnly, Shape::Tenant, 200),
+    entry("POST", "/v1/memory/email/address/rotate", Access::OwnerOnly, Shape::Tenant, 200),
+    entry("PUT", "/v1/memory/email/senders", Access::OwnerOnly, Shape::Tenant, 200),
     // Last: it retires the calling key.
     entry("POST", "/v1/memory/admin/rotate-key", Access::SelfRotate, Shape::Tenant, 200),
 ];
@@ -287,7 +294,10 @@ pub(super) fn body_for(
 ) -> Result<Option<Value>, String> {
     let text = format!("Written by {author} ({}).", unique("note"));
     let body = match (entry.method, entry.template) {
-        ("GET", _) | ("DELETE", _) | ("POST", "/v1/memory/admin/rotate-key") => return Ok(None),
+        ("GET", _)
+        | ("DELETE", _)
+        | ("POST", "/v1/memory/admin/rotate-key")
+        | ("POST", "/v1/memory/email/address/rotate") => return Ok(None),
         ("POST", "/v1/memory/admin/tenants") => {
             let name = unique("iso-intruder");
             json!({"name": name, "email": format!("{name}@example.com"), "admin": true})
@@ -353,6 +363,10 @@ pub(super) fn body_for(
         ("PUT", "/v1/memory/extraction/config") => json!({
             "provider": "custom", "base_url": llm_url, "model": "iso-model", "api_key": "sk-iso"
         }),
+        ("PUT", "/v1/memory/email/address") if allowed => json!({"collection": "email"}),
+        ("PUT", "/v1/memory/email/address") => json!({"collection": "hijacked"}),
+        ("PUT", "/v1/memory/email/senders") if allowed => json!({"senders": ["owner@example.com"]}),
+        ("PUT", "/v1/memory/email/senders") => json!({"senders": ["@evil.example"]}),
         ("PUT", "/v1/memory/webhook/config") if allowed => json!({"url": PUBLIC_WEBHOOK_URL}),
         ("PUT", "/v1/memory/webhook/config") => json!({"url": LOOPBACK_WEBHOOK_URL}),
         (method, template) => {

@@ -11,7 +11,8 @@
 //! 3. delete its files, in the platform's blob store and in its own bucket;
 //! 4. purge its records from the store in bounded writes (`erasure_batch` records each,
 //!    `erasure_pause` between them, so erasing a large account does not hog the disk);
-//! 5. drop its queued mail, reveal links and mail-in address;
+//! 5. drop its queued mail, reveal links, mail-in address and the ids of the mail it
+//!    received;
 //! 6. delete the tenant record, last.
 //!
 //! The record is the job: while it says `erasing_since`, the tenant is not loaded at
@@ -144,6 +145,8 @@ impl AccountErasures {
         blocking(move || {
             store.delete_mails_of(&id)?;
             store.delete_reveals_of(&id)?;
+            store.delete_email_address_of(&id)?;
+            store.forget_events_of(&format!("email:{id}"))?;
             store.delete_tenant(&id)
         })
         .await

@@ -103,6 +103,30 @@ impl CollectionAccess<Write> {
     }
 }
 
+impl CollectionAccess<Write> {
+    /// The write access of mail accepted at a tenant's drop address. No key is presented:
+    /// the relay's shared secret, the address (which only the tenant's owner sets and
+    /// rotates) and the owner's sender allowlist are the authorisation, so the intake
+    /// writes as the owner would, under its own identity in the batch and the audit log.
+    pub(crate) fn mail_intake(tenant: &TenantId, collection: CollectionName) -> Self {
+        Self {
+            agent: Agent {
+                tenant_id: tenant.clone(),
+                key_id: MAIL_INTAKE_ID.to_owned(),
+                label: "mail-in".to_owned(),
+                read_only: false,
+                owner: true,
+                admin: false,
+            },
+            collection,
+            level: PhantomData,
+        }
+    }
+}
+
+/// The agent id mail-in writes under (never a key id: those start with `key_`).
+pub const MAIL_INTAKE_ID: &str = "email-in";
+
 /// What a dedup or archive-stale call may do: a dry run only reads, applying writes. The
 /// one rule for REST and MCP.
 #[derive(Debug, Clone)]

@@ -395,31 +395,25 @@ impl Files {
         files: Vec<Incoming>,
         origin: &str,
     ) -> Result<IngestBatchRecord> {
-        let items = files
-            .into_iter()
-            .map(|file| match file {
-                Incoming::Staged(staged) => IngestItemRecord {
-                    file_id: staged.file_id,
-                    filename: staged.filename,
-                    declared_type: staged.declared_type,
-                    blob_path: Some(staged.path),
-                    blob_store: staged.store,
-                    size: staged.size,
-                    state: IngestItemState::Queued,
-                    reason: None,
-                    memory_ids: Vec::new(),
-                    attempts: 0,
-                    started_at: None,
-                },
-                Incoming::Refused {
-                    filename,
-                    size,
-                    reason,
-                    ..
-                } => refused_item(filename, size, reason),
-            })
-            .collect();
-        self.start_batch(access, items, origin).await
+        let items = files.into_iter().map(batch_item).collect();
+        self.start_batch(access, items, origin, "file", Map::new())
+            .await
+    }
+
+    /// [`Self::drop_later`] for files that came another way than a file drop: their
+    /// memories get `source` and `metadata` (mail-in: `email`, the sender, subject, date
+    /// and message id).
+    pub async fn drop_later_from(
+        &self,
+        access: &CollectionAccess<Write>,
+        files: Vec<Incoming>,
+        origin: &str,
+        source: &str,
+        metadata: Map<String, Value>,
+    ) -> Result<IngestBatchRecord> {
+        let items = files.into_iter().map(batch_item).collect();
+        self.start_batch(access, items, origin, source, metadata)
+            .await
     }
 
     async fn start_batch(
@@ -427,6 +421,8 @@ impl Files {
         access: &CollectionAccess<Write>,
         items: Vec<IngestItemRecord>,
         origin: &str,
+        source: &str,
+        metadata: Map<String, Value>,
     ) -> Result<IngestBatchRecord> {
         let now = self.root.now();
         let agent = access.agent();
@@ -439,8 +435,8 @@ impl Files {
                 label: agent.label.clone(),
             },
             origin: origin.to_owned(),
-            metadata: Map::new(),
-            source: "file".to_owned(),
+            metadata,
+            source: source.to_owned(),
             items,
             created_at: now,
             updated_at: now,
@@ -629,7 +625,9 @@ impl Files {
                 }
             }
         }
-        let batch = self.start_batch(access, items, "complete").await?;
+        let batch = self
+            .start_batch(access, items, "complete", "file", Map::new())
+            .await?;
         Ok((batch, rejected))
     }
 
@@ -1305,6 +1303,31 @@ fn failed_result(
         preview: None,
         detail: Some(reason),
         code: Some(code),
+    }
+}
+
+/// A file of a batch as its queued item (a refused file is failed from the start).
+fn batch_item(file: Incoming) -> IngestItemRecord {
+    match file {
+        Incoming::Staged(staged) => IngestItemRecord {
+            file_id: staged.file_id,
+            filename: staged.filename,
+            declared_type: staged.declared_type,
+            blob_path: Some(staged.path),
+            blob_store: staged.store,
+            size: staged.size,
+            state: IngestItemState::Queued,
+            reason: None,
+            memory_ids: Vec::new(),
+            attempts: 0,
+            started_at: None,
+        },
+        Incoming::Refused {
+            filename,
+            size,
+            reason,
+            ..
+        } => refused_item(filename, size, reason),
     }
 }
 

@@ -8,6 +8,7 @@ mod audit;
 mod billing;
 mod changes;
 mod collections;
+mod email;
 mod files;
 pub mod intelligence;
 mod internal;
@@ -32,6 +33,7 @@ use dashmap::DashMap;
 use memvault_storage::{CollectionName, EmbeddingModel, Store, TenantId, TenantRecord};
 use ractor::{Actor, ActorRef};
 
+pub use access::MAIL_INTAKE_ID;
 pub use access::{
     Access, Authorizer, CollectionAccess, CollectionGrants, Level, Read, Sweep, Write,
 };
@@ -40,6 +42,7 @@ pub use audit::AuditTrail;
 pub use billing::{Billing, EventOutcome, ReturnUrls};
 pub use changes::CollectionChanges;
 pub use collections::{CollectionView, Collections};
+pub use email::{DropAddress, Email, Inbound};
 pub use files::{
     CompletedUpload, Download, FileResult, Files, Incoming, StagedFile, UploadSpec, UploadTicket,
 };
@@ -112,6 +115,8 @@ pub struct ServiceConfig {
     pub billing: crate::billing::BillingSettings,
     /// What each tier may hold.
     pub tiers: crate::account::Tiers,
+    /// Mail-in: the drop addresses' domain.
+    pub email: crate::email::EmailSettings,
 }
 
 /// The blob store files go to, and the signer that checks the presigned URLs memvault
@@ -170,6 +175,7 @@ impl Default for ServiceConfig {
             account: crate::account::AccountSettings::default(),
             billing: crate::billing::BillingSettings::default(),
             tiers: crate::account::Tiers::default(),
+            email: crate::email::EmailSettings::default(),
         }
     }
 }
@@ -841,6 +847,11 @@ impl Memvault {
     /// Stripe checkout, portal and webhook events.
     pub fn billing(&self) -> Billing {
         Billing { root: self.clone() }
+    }
+
+    /// Mail-in: drop addresses, the sender allowlist, the relay's handoff.
+    pub fn email(&self) -> Email {
+        Email { root: self.clone() }
     }
 
     /// What memvault's own other processes call (internal embed).
