@@ -52,6 +52,7 @@ def fuzz_server(start_server):
             # With a secret the internal embed answers 401 to the fuzzer (which never has
             # it) rather than 503 (off), which schemathesis counts as a server error.
             "MEMVAULT__INTERNAL__EMBED_SECRET": "schemathesis-never-sends-this-secret",
+            "MEMVAULT__EMAIL__INBOUND_SECRET": "schemathesis-never-sends-this-one-either",
         }
     )
 
