@@ -3,8 +3,9 @@
 usage: python3 benches/portability.py target/release/memvault N
 Starts BINARY on a temp data dir, fills one tenant with N memories in bulk (100 per
 call, 4 collections), then times GET admin/export and POST admin/import of that export
-into a fresh tenant (in chunks of 10,000 memories per request), and reads the server's
-peak RSS (VmHWM) after each phase.
+into a fresh tenant (one request; over 1,000 memories it is a job, followed through
+GET admin/import/{id} until done), and reads the server's peak RSS (VmHWM) after each
+phase.
 """
 import json, os, subprocess, sys, tempfile, time, urllib.request, socket
 
@@ -55,11 +56,16 @@ print(f"export: {len(raw) / 1e6:.1f} MB in {export_s:.2f} s ({n / export_s:.0f} 
 body = json.loads(raw)
 assert len(body["memories"]) == n, len(body["memories"])
 t0 = time.time()
-imported = 0
-for start in range(0, n, 10000):
-    answer = call("POST", "/v1/memory/admin/import",
-                  {"memories": body["memories"][start:start + 10000], "collections": body["collections"]}, token=target)
-    imported += answer["imported"]
+answer = call("POST", "/v1/memory/admin/import",
+              {"memories": body["memories"], "collections": body["collections"]}, token=target)
+accepted_s = time.time() - t0
+if "import_id" in answer:
+    print(f"import accepted as {answer['import_id']} in {accepted_s:.2f} s; peak RSS {hwm():.0f} MiB", flush=True)
+    while answer["state"] not in ("done", "failed"):
+        time.sleep(1)
+        answer = call("GET", f"/v1/memory/admin/import/{answer['import_id']}", token=target)
+    assert answer["state"] == "done", answer
+imported = answer["imported"]
 import_s = time.time() - t0
 print(f"import: {imported} memories in {import_s:.1f} s ({imported / import_s:.0f} memories/s); peak RSS {hwm():.0f} MiB", flush=True)
 proc.terminate(); proc.wait()
