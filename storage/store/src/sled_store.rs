@@ -96,6 +96,25 @@ impl SledStore {
         self.flush()
     }
 
+    /// Every record of every tenant whose id has a marker under `{tenant}/{queue}/` (the
+    /// unfinished ones), loaded by `load`; markers whose record is gone are skipped.
+    fn queued<T>(
+        &self,
+        queue: &str,
+        load: impl Fn(&TenantId, &str) -> Result<Option<T>>,
+    ) -> Result<Vec<T>> {
+        let mut found = Vec::new();
+        for tenant in self.tenants()? {
+            let prefix = format!("{}/{queue}/", tenant.id);
+            for entry in self.data.scan_prefix(&prefix) {
+                let (key, _) = entry?;
+                let id = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+                found.extend(load(&tenant.id, &id)?);
+            }
+        }
+        Ok(found)
+    }
+
     fn flush(&self) -> Result<()> {
         self.db.flush()?;
         Ok(())
@@ -449,17 +468,7 @@ impl JobStore for SledStore {
     }
 
     fn unfinished_jobs(&self) -> Result<Vec<ExtractJobRecord>> {
-        let mut jobs = Vec::new();
-        for tenant in self.tenants()? {
-            let prefix = format!("{}/q/", tenant.id);
-            for entry in self.data.scan_prefix(&prefix) {
-                let (key, _) = entry?;
-                let id = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
-                if let Some(job) = self.job(&tenant.id, &id)? {
-                    jobs.push(job);
-                }
-            }
-        }
+        let mut jobs = self.queued("q", |tenant, id| self.job(tenant, id))?;
         jobs.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         Ok(jobs)
     }
@@ -507,17 +516,7 @@ impl IngestStore for SledStore {
     }
 
     fn unfinished_batches(&self) -> Result<Vec<IngestBatchRecord>> {
-        let mut batches = Vec::new();
-        for tenant in self.tenants()? {
-            let prefix = format!("{}/bq/", tenant.id);
-            for entry in self.data.scan_prefix(&prefix) {
-                let (key, _) = entry?;
-                let id = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
-                if let Some(batch) = self.batch(&tenant.id, &id)? {
-                    batches.push(batch);
-                }
-            }
-        }
+        let mut batches = self.queued("bq", |tenant, id| self.batch(tenant, id))?;
         batches.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         Ok(batches)
     }
@@ -594,17 +593,7 @@ impl ImportStore for SledStore {
     }
 
     fn unfinished_imports(&self) -> Result<Vec<ImportJobRecord>> {
-        let mut jobs = Vec::new();
-        for tenant in self.tenants()? {
-            let prefix = format!("{}/iq/", tenant.id);
-            for entry in self.data.scan_prefix(&prefix) {
-                let (key, _) = entry?;
-                let id = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
-                if let Some(job) = self.import_job(&tenant.id, &id)? {
-                    jobs.push(job);
-                }
-            }
-        }
+        let mut jobs = self.queued("iq", |tenant, id| self.import_job(tenant, id))?;
         jobs.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         Ok(jobs)
     }

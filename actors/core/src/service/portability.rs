@@ -207,24 +207,14 @@ impl Portability {
         Ok(accesses)
     }
 
-    /// Creates the collections that are missing (existing ones are left as they are).
+    /// Creates the collections that are missing (existing ones are left as they are:
+    /// creating one answers `CollectionExists`).
     async fn create_collections(
         &self,
         accesses: &BTreeMap<CollectionName, CollectionAccess<Write>>,
         collections: Vec<ImportCollection>,
     ) -> Result<()> {
         for collection in collections {
-            let Some(tenant) = accesses
-                .values()
-                .next()
-                .map(|access| access.tenant().clone())
-            else {
-                return Ok(());
-            };
-            let existing = self.root.tenant_handle(&tenant)?.snapshot();
-            if existing.collections.contains_key(&collection.name) {
-                continue;
-            }
             let access = &accesses[&collection.name];
             match self
                 .root
