@@ -1,0 +1,25 @@
+//! memvault-connectors: managed connectors, without actors or a store.
+//!
+//! - [`provider`]: the [`Provider`] trait every provider implements (one page of changes
+//!   since a window, one page of ids), its record and error types, [`ProviderKind`].
+//! - [`engine`]: one sync run for every provider (window with overlap, hash skip, upsert
+//!   by record id, checkpoint per page, cursor moved only by a complete run) and
+//!   reconciliation, writing through the [`engine::Sink`] memvault implements.
+//! - [`http`]: the shared client: per-provider pacing, bounded answers, one retry loop
+//!   for rate limits and server failures.
+//! - [`oauth`]: authorize URLs, the code exchange and the refresh, in each provider's shape.
+//! - [`providers`]: one file per provider.
+//! - `fakes` (feature `fakes`): stateful local servers in each provider's wire format.
+
+pub mod engine;
+#[cfg(feature = "fakes")]
+pub mod fakes;
+pub mod http;
+pub mod provider;
+pub mod providers;
+
+pub use engine::{Checkpoint, Cursor, Report, RunLimits, Sink, SyncError};
+pub use http::Http;
+pub use provider::{
+    Change, Context, Credentials, Page, Provider, ProviderError, ProviderKind, Record, Window,
+};

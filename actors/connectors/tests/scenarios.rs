@@ -1,0 +1,430 @@
+//! The same scenarios against every provider's fake: first sync, incremental sync, edit,
+//! delete (reported or reconciled), rate limit, auth failure, a walk failing midway, a
+//! capped run resumed from its checkpoint, and a partial listing that deletes nothing.
+//! Each provider adds one `scenarios!` line at the bottom.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memvault_connectors::engine::{self, Checkpoint, Cursor, RunLimits, Sink};
+use memvault_connectors::fakes::{CallKind, FakeServer, FaultKind};
+use memvault_connectors::http::{Http, Retries};
+use memvault_connectors::provider::{Context, Credentials, ProviderError, Record};
+use memvault_connectors::providers::provider;
+use memvault_connectors::SyncError;
+
+/// memvault's side, in memory: record id -> (record, hash), the checkpoint, write counts.
+#[derive(Default)]
+struct MemorySink {
+    stored: Mutex<HashMap<String, (Record, String)>>,
+    checkpoint: Mutex<Option<Checkpoint>>,
+    upserts: Mutex<u64>,
+}
+
+#[async_trait]
+impl Sink for MemorySink {
+    async fn hashes(&self, ids: &[String]) -> Result<Vec<Option<String>>, String> {
+        let stored = self.stored.lock().unwrap();
+        Ok(ids
+            .iter()
+            .map(|id| stored.get(id).map(|(_, hash)| hash.clone()))
+            .collect())
+    }
+    async fn upsert(&self, records: Vec<(Record, String)>) -> Result<(), String> {
+        *self.upserts.lock().unwrap() += records.len() as u64;
+        let mut stored = self.stored.lock().unwrap();
+        for (record, hash) in records {
+            stored.insert(record.id.clone(), (record, hash));
+        }
+        Ok(())
+    }
+    async fn delete(&self, ids: &[String]) -> Result<u64, String> {
+        let mut stored = self.stored.lock().unwrap();
+        Ok(ids.iter().filter(|id| stored.remove(*id).is_some()).count() as u64)
+    }
+    async fn stored_ids(&self) -> Result<Vec<String>, String> {
+        Ok(self.stored.lock().unwrap().keys().cloned().collect())
+    }
+    async fn checkpoint(&self, checkpoint: Option<&Checkpoint>) -> Result<(), String> {
+        *self.checkpoint.lock().unwrap() = checkpoint.cloned();
+        Ok(())
+    }
+}
+
+impl MemorySink {
+    fn holding(&self, word: &str) -> Vec<Record> {
+        self.stored
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|(record, _)| record.text.contains(word) || record.title.contains(word))
+            .map(|(record, _)| record.clone())
+            .collect()
+    }
+    fn len(&self) -> usize {
+        self.stored.lock().unwrap().len()
+    }
+}
+
+struct Harness {
+    server: FakeServer,
+    http: Http,
+    credentials: Credentials,
+    sink: MemorySink,
+    cursor: Mutex<Cursor>,
+}
+
+impl Harness {
+    async fn new(start: impl std::future::Future<Output = FakeServer>) -> Harness {
+        let server = start.await;
+        let credentials = Credentials(server.credentials.clone());
+        Harness {
+            server,
+            http: Http::standard().with_retries(Retries {
+                backoff: Duration::from_millis(50),
+                ..Retries::default()
+            }),
+            credentials,
+            sink: MemorySink::default(),
+            cursor: Mutex::new(Cursor::default()),
+        }
+    }
+
+    fn base_url(&self) -> String {
+        self.server.config["base_url"]
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| self.server.base_url.clone())
+    }
+
+    /// One run; the cursor moves when it completes.
+    async fn sync_with(&self, limits: RunLimits) -> Result<engine::Report, SyncError> {
+        let provider = provider(self.server.kind).expect("the provider is built");
+        let base_url = self.base_url();
+        let cx = Context {
+            http: &self.http,
+            base_url: &base_url,
+            credentials: &self.credentials,
+            config: &self.server.config,
+        };
+        let cursor = self.cursor.lock().unwrap().clone();
+        let resume = self.sink.checkpoint.lock().unwrap().clone();
+        let report = engine::sync(provider, &cx, &cursor, resume, &self.sink, limits).await?;
+        if report.complete {
+            *self.cursor.lock().unwrap() = report.cursor.clone();
+        }
+        Ok(report)
+    }
+
+    async fn sync(&self) -> Result<engine::Report, SyncError> {
+        self.sync_with(RunLimits { max_pages: None }).await
+    }
+
+    async fn reconcile(&self) -> Result<u64, SyncError> {
+        let provider = provider(self.server.kind).expect("the provider is built");
+        let base_url = self.base_url();
+        let cx = Context {
+            http: &self.http,
+            base_url: &base_url,
+            credentials: &self.credentials,
+            config: &self.server.config,
+        };
+        engine::reconcile(provider, &cx, &self.sink).await
+    }
+
+    /// Every live record of the fake is stored exactly once, with its current word.
+    fn assert_mirrored(&self, what: &str) {
+        let live = self.server.fake.live();
+        for record in &live {
+            let holding = self.sink.holding(&record.word);
+            assert_eq!(
+                holding.len(),
+                1,
+                "{what}: record {} ({}) is stored {} times",
+                record.id,
+                record.word,
+                holding.len()
+            );
+            assert_eq!(holding[0].id, record.id, "{what}: stored under another id");
+        }
+        assert_eq!(
+            self.sink.len(),
+            live.len(),
+            "{what}: {} stored for {} live records",
+            self.sink.len(),
+            live.len()
+        );
+    }
+}
+
+async fn first_sync_stores_every_record(start: impl std::future::Future<Output = FakeServer>) {
+    let h = Harness::new(start).await;
+    let report = h.sync().await.expect("the first sync");
+    assert!(report.complete);
+    assert_eq!(report.synced, 5, "{report:?}");
+    h.assert_mirrored("first sync");
+    let newest = h
+        .server
+        .fake
+        .live()
+        .iter()
+        .map(|r| r.modified)
+        .max()
+        .unwrap();
+    let high = h.cursor.lock().unwrap().high_water;
+    assert!(high.is_some(), "a complete first sync sets the cursor");
+    assert!(
+        high.unwrap() <= newest + chrono::Duration::seconds(1),
+        "the cursor is the newest time seen, not now"
+    );
+    let calls = h
+        .server
+        .fake
+        .calls()
+        .iter()
+        .filter(|c| c.kind == CallKind::List)
+        .count();
+    assert!(
+        calls >= 3,
+        "5 records at 2 a page take 3 listing calls, got {calls}"
+    );
+    for record in h.sink.stored.lock().unwrap().values() {
+        assert!(!record.0.title.is_empty() || !record.0.text.is_empty());
+    }
+}
+
+async fn incremental_sync_adds_only_the_new_record(
+    start: impl std::future::Future<Output = FakeServer>,
+) {
+    let h = Harness::new(start).await;
+    h.sync().await.expect("the first sync");
+    let upserts = *h.sink.upserts.lock().unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let added = h.server.add();
+    let report = h.sync().await.expect("the incremental sync");
+    assert_eq!(
+        report.synced, 1,
+        "only the new record is stored again: {report:?}"
+    );
+    assert_eq!(
+        *h.sink.upserts.lock().unwrap(),
+        upserts + 1,
+        "unchanged records are skipped by hash"
+    );
+    assert_eq!(h.sink.holding(&added.word).len(), 1);
+    h.assert_mirrored("incremental sync");
+    let report = h.sync().await.expect("a sync with nothing new");
+    assert_eq!(report.synced, 0, "{report:?}");
+    h.assert_mirrored("nothing new");
+}
+
+async fn an_edit_updates_the_record_in_place(start: impl std::future::Future<Output = FakeServer>) {
+    let h = Harness::new(start).await;
+    h.sync().await.expect("the first sync");
+    let target = h.server.fake.live()[2].clone();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let edited = h.server.fake.edit(&target.id);
+    let report = h.sync().await.expect("the sync after an edit");
+    assert!(report.synced >= 1, "{report:?}");
+    assert!(
+        h.sink.holding(&target.word).is_empty(),
+        "the old text is gone"
+    );
+    assert_eq!(
+        h.sink.holding(&edited.word).len(),
+        1,
+        "the new text is stored once"
+    );
+    h.assert_mirrored("after an edit");
+}
+
+async fn a_deletion_reaches_the_store(start: impl std::future::Future<Output = FakeServer>) {
+    let h = Harness::new(start).await;
+    h.sync().await.expect("the first sync");
+    let target = h.server.fake.live()[1].clone();
+    h.server.fake.delete(&target.id);
+    h.sync().await.expect("the sync after a deletion");
+    h.reconcile().await.expect("reconciliation");
+    assert!(
+        h.sink.holding(&target.word).is_empty(),
+        "the deleted record is still stored"
+    );
+    h.assert_mirrored("after a deletion");
+}
+
+async fn a_partial_listing_deletes_nothing(start: impl std::future::Future<Output = FakeServer>) {
+    let h = Harness::new(start).await;
+    h.sync().await.expect("the first sync");
+    h.server.fake.fail_listing_after(1, FaultKind::Server);
+    let result = h.reconcile().await;
+    assert!(
+        result.is_err(),
+        "a listing that fails midway fails the reconciliation: {result:?}"
+    );
+    assert_eq!(
+        h.sink.len(),
+        5,
+        "nothing is removed after a partial listing"
+    );
+}
+
+async fn a_rate_limit_is_waited_out(
+    start: impl std::future::Future<Output = FakeServer>,
+    retry_after: bool,
+) {
+    let h = Harness::new(start).await;
+    h.server.fake.rate_limit_next(1, Some(CallKind::List));
+    h.sync().await.expect("a sync that meets one rate limit");
+    let calls = h.server.fake.calls();
+    let limited = calls
+        .iter()
+        .position(|c| c.fault == Some(FaultKind::RateLimit))
+        .expect("the rate limit came");
+    let next = calls[limited + 1..]
+        .iter()
+        .find(|c| c.kind == CallKind::List)
+        .expect("listed again");
+    if retry_after {
+        let waited = next.at.duration_since(calls[limited].at);
+        assert!(
+            waited >= Duration::from_millis(900),
+            "Retry-After: 1 but waited {waited:?}"
+        );
+    }
+    h.assert_mirrored("after a rate limit");
+}
+
+async fn an_auth_failure_fails_the_run(start: impl std::future::Future<Output = FakeServer>) {
+    let h = Harness::new(start).await;
+    h.sync().await.expect("the first sync");
+    let cursor = h.cursor.lock().unwrap().clone();
+    h.server.fake.revoke();
+    let error = h
+        .sync()
+        .await
+        .expect_err("a revoked credential fails the sync");
+    assert!(
+        matches!(error, SyncError::Provider(ProviderError::Unauthorized(_))),
+        "{error:?}"
+    );
+    assert_eq!(
+        *h.cursor.lock().unwrap(),
+        cursor,
+        "a failed run keeps the cursor"
+    );
+    let text = error.to_string();
+    for secret in h.credentials.secrets() {
+        assert!(
+            !text.contains(&secret),
+            "the error holds the credential: {text}"
+        );
+    }
+    h.server.fake.restore();
+    h.sync()
+        .await
+        .expect("a sync once the credential works again");
+}
+
+async fn a_walk_failing_midway_keeps_the_cursor(
+    start: impl std::future::Future<Output = FakeServer>,
+) {
+    let h = Harness::new(start).await;
+    h.server.fake.fail_listing_after(1, FaultKind::Server);
+    let error = h.sync().await.expect_err("the second page fails");
+    assert!(
+        matches!(error, SyncError::Provider(ProviderError::Transient(_))),
+        "{error:?}"
+    );
+    assert_eq!(
+        *h.cursor.lock().unwrap(),
+        Cursor::default(),
+        "the cursor did not move"
+    );
+    h.server.fake.heal();
+    h.sync().await.expect("the next sync");
+    h.assert_mirrored("after a failed walk and a good one");
+}
+
+async fn a_capped_run_resumes_from_its_checkpoint(
+    start: impl std::future::Future<Output = FakeServer>,
+) {
+    let h = Harness::new(start).await;
+    let report = h
+        .sync_with(RunLimits { max_pages: Some(1) })
+        .await
+        .expect("a capped run");
+    assert!(!report.complete, "5 records do not fit one page");
+    assert!(
+        h.sink.checkpoint.lock().unwrap().is_some(),
+        "the capped run saved a checkpoint"
+    );
+    assert_eq!(
+        *h.cursor.lock().unwrap(),
+        Cursor::default(),
+        "a capped run does not move the cursor"
+    );
+    let report = h.sync().await.expect("the resumed run");
+    assert!(report.complete);
+    assert!(
+        h.sink.checkpoint.lock().unwrap().is_none(),
+        "a complete run clears the checkpoint"
+    );
+    assert_eq!(
+        *h.sink.upserts.lock().unwrap(),
+        5,
+        "each record stored once across the two runs"
+    );
+    h.assert_mirrored("after a resumed run");
+}
+
+macro_rules! scenarios {
+    ($name:ident, $start:expr, retry_after = $retry_after:expr) => {
+        mod $name {
+            use super::*;
+            #[tokio::test]
+            async fn first_sync() {
+                first_sync_stores_every_record($start(5)).await
+            }
+            #[tokio::test]
+            async fn incremental_sync() {
+                incremental_sync_adds_only_the_new_record($start(5)).await
+            }
+            #[tokio::test]
+            async fn edit() {
+                an_edit_updates_the_record_in_place($start(5)).await
+            }
+            #[tokio::test]
+            async fn deletion() {
+                a_deletion_reaches_the_store($start(5)).await
+            }
+            #[tokio::test]
+            async fn partial_listing() {
+                a_partial_listing_deletes_nothing($start(5)).await
+            }
+            #[tokio::test]
+            async fn rate_limit() {
+                a_rate_limit_is_waited_out($start(5), $retry_after).await
+            }
+            #[tokio::test]
+            async fn auth_failure() {
+                an_auth_failure_fails_the_run($start(5)).await
+            }
+            #[tokio::test]
+            async fn failing_walk() {
+                a_walk_failing_midway_keeps_the_cursor($start(5)).await
+            }
+            #[tokio::test]
+            async fn capped_run() {
+                a_capped_run_resumes_from_its_checkpoint($start(5)).await
+            }
+        }
+    };
+}
+
+scenarios!(
+    linear,
+    memvault_connectors::fakes::linear::start,
+    retry_after = true
+);
