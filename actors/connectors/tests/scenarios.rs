@@ -428,3 +428,9 @@ scenarios!(
     memvault_connectors::fakes::linear::start,
     retry_after = true
 );
+
+scenarios!(
+    slack,
+    memvault_connectors::fakes::slack::start,
+    retry_after = true
+);
