@@ -434,3 +434,10 @@ scenarios!(
     memvault_connectors::fakes::slack::start,
     retry_after = true
 );
+
+// HubSpot's rate-limit answer carries no Retry-After: the client backs off on its own.
+scenarios!(
+    hubspot,
+    memvault_connectors::fakes::hubspot::start,
+    retry_after = false
+);

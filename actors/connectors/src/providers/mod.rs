@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::provider::{Provider, ProviderKind};
 
+pub mod hubspot;
 pub mod linear;
 pub mod slack;
 
@@ -13,6 +14,7 @@ pub fn provider(kind: ProviderKind) -> Option<&'static dyn Provider> {
     match kind {
         ProviderKind::Linear => Some(&linear::Linear),
         ProviderKind::Slack => Some(&slack::Slack),
+        ProviderKind::Hubspot => Some(&hubspot::Hubspot),
         _ => None,
     }
 }
