@@ -411,6 +411,7 @@ pub fn uuid_id(_: &mut State) -> String {
 }
 
 pub mod linear;
+pub mod notion;
 
 const TITLES: [&str; 6] = [
     "Harbour schedule",

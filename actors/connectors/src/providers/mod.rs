@@ -6,11 +6,13 @@ use serde_json::Value;
 use crate::provider::{Provider, ProviderKind};
 
 pub mod linear;
+pub mod notion;
 
 /// The provider implementation of `kind`.
 pub fn provider(kind: ProviderKind) -> Option<&'static dyn Provider> {
     match kind {
         ProviderKind::Linear => Some(&linear::Linear),
+        ProviderKind::Notion => Some(&notion::Notion),
         _ => None,
     }
 }
