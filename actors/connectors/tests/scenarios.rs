@@ -433,6 +433,11 @@ scenarios!(
     memvault_connectors::fakes::notion::start,
     retry_after = true
 );
+scenarios!(
+    confluence,
+    memvault_connectors::fakes::confluence::start,
+    retry_after = true
+);
 
 // Provider-specific: the optional config that narrows a sync, and Notion's time-less search.
 
@@ -521,4 +526,50 @@ async fn notion_search_stops_at_the_first_page_older_than_the_window() {
         calls.iter().filter(|c| c.kind == CallKind::Content).count(),
         6
     );
+}
+
+#[tokio::test]
+async fn confluence_space_key_narrows_the_sync_to_the_space() {
+    use memvault_connectors::fakes::confluence::{self, OTHER_SPACE_KEY, SPACE_KEY};
+    let mut h = Harness::new(confluence::start(3)).await;
+    let outside: Vec<_> = (0..2).map(|_| h.server.add_in(OTHER_SPACE_KEY)).collect();
+    let inside: std::collections::BTreeSet<String> = h
+        .server
+        .fake
+        .live()
+        .into_iter()
+        .filter(|record| record.scope.is_none())
+        .map(|record| record.id)
+        .collect();
+    let base_url = h.base_url();
+    h.server.config = serde_json::json!({"base_url": base_url, "space_key": SPACE_KEY});
+    let report = h.sync().await.expect("a sync of one space");
+    assert_eq!(report.synced, 3, "{report:?}");
+    assert_eq!(stored_ids(&h), inside);
+    for record in &outside {
+        assert!(h.sink.holding(&record.word).is_empty());
+    }
+    let stored = h
+        .sink
+        .stored
+        .lock()
+        .unwrap()
+        .values()
+        .next()
+        .cloned()
+        .unwrap()
+        .0;
+    assert!(
+        stored.url.as_deref().is_some_and(
+            |url| url.starts_with(&format!("{base_url}/wiki/spaces/{SPACE_KEY}/pages/"))
+        ),
+        "{stored:?}"
+    );
+    assert!(stored.author.is_some(), "{stored:?}");
+    assert_eq!(
+        h.reconcile().await.expect("reconciliation of one space"),
+        0,
+        "the other space's pages are not in scope, this space's are all live"
+    );
+    assert_eq!(stored_ids(&h), inside);
 }

@@ -410,6 +410,7 @@ pub fn uuid_id(_: &mut State) -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+pub mod confluence;
 pub mod linear;
 pub mod notion;
 

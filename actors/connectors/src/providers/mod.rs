@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::provider::{Provider, ProviderKind};
 
+pub mod confluence;
 pub mod linear;
 pub mod notion;
 
@@ -13,6 +14,7 @@ pub fn provider(kind: ProviderKind) -> Option<&'static dyn Provider> {
     match kind {
         ProviderKind::Linear => Some(&linear::Linear),
         ProviderKind::Notion => Some(&notion::Notion),
+        ProviderKind::Confluence => Some(&confluence::Confluence),
         _ => None,
     }
 }
