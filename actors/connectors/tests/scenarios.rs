@@ -441,3 +441,149 @@ scenarios!(
     memvault_connectors::fakes::hubspot::start,
     retry_after = false
 );
+
+scenarios!(
+    notion,
+    memvault_connectors::fakes::notion::start,
+    retry_after = true
+);
+scenarios!(
+    confluence,
+    memvault_connectors::fakes::confluence::start,
+    retry_after = true
+);
+
+// Provider-specific: the optional config that narrows a sync, and Notion's time-less search.
+
+fn stored_ids(h: &Harness) -> std::collections::BTreeSet<String> {
+    h.sink.stored.lock().unwrap().keys().cloned().collect()
+}
+
+#[tokio::test]
+async fn notion_database_id_narrows_the_sync_to_its_pages() {
+    use memvault_connectors::fakes::notion::{self, DATABASE_ID};
+    let mut h = Harness::new(notion::start(2)).await;
+    let inside: Vec<_> = (0..3).map(|_| h.server.add_in(DATABASE_ID)).collect();
+    h.server.config = serde_json::json!({"database_id": DATABASE_ID});
+    let report = h
+        .sync_with(RunLimits { max_pages: Some(1) })
+        .await
+        .expect("a capped run over the database");
+    assert!(!report.complete, "3 pages at 2 a page take two pages");
+    let report = h.sync().await.expect("the resumed run");
+    assert!(report.complete);
+    let expected: std::collections::BTreeSet<String> =
+        inside.iter().map(|record| record.id.clone()).collect();
+    assert_eq!(
+        stored_ids(&h),
+        expected,
+        "only the database's pages are stored"
+    );
+    for record in &inside {
+        let stored = h.sink.holding(&record.word);
+        assert_eq!(stored.len(), 1);
+        assert_eq!(
+            stored[0].title, record.title,
+            "the title property is named Name"
+        );
+        assert_eq!(stored[0].author.as_deref(), Some(record.author.as_str()));
+    }
+    let calls = h.server.fake.calls();
+    assert!(
+        calls.iter().all(|call| call.path != "/v1/search"),
+        "no search"
+    );
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|call| call.path.starts_with("/v1/databases/"))
+            .count(),
+        1,
+        "the resumed run keeps the data source in its page token"
+    );
+    // Later changes: one inside, one outside; a deletion inside reaches reconciliation.
+    let added = h.server.add_in(DATABASE_ID);
+    let outside = h.server.add();
+    h.server.fake.delete(&inside[0].id);
+    let report = h.sync().await.expect("an incremental sync of the database");
+    assert_eq!(report.synced, 1, "{report:?}");
+    assert_eq!(h.sink.holding(&added.word).len(), 1);
+    assert!(h.sink.holding(&outside.word).is_empty());
+    assert_eq!(h.reconcile().await.expect("reconciliation"), 1);
+    assert_eq!(stored_ids(&h).len(), 3);
+}
+
+#[tokio::test]
+async fn notion_search_stops_at_the_first_page_older_than_the_window() {
+    let h = Harness::new(memvault_connectors::fakes::notion::start(5)).await;
+    {
+        let mut state = h.server.fake.lock();
+        let hour_ago = chrono::Utc::now() - chrono::Duration::hours(1);
+        for record in state.records.iter_mut().take(3) {
+            record.created = hour_ago;
+            record.modified = hour_ago;
+        }
+    }
+    h.sync().await.expect("the first sync");
+    h.assert_mirrored("first sync");
+    let before = h.server.fake.calls().len();
+    let report = h.sync().await.expect("an incremental sync");
+    assert_eq!((report.synced, report.unchanged), (0, 2), "{report:?}");
+    let calls = h.server.fake.calls()[before..].to_vec();
+    let listings = calls.iter().filter(|c| c.kind == CallKind::List).count();
+    assert_eq!(
+        listings, 2,
+        "two recent pages, then the first old one ends the walk"
+    );
+    // Each recent page's text: the top-level blocks (two pages of blocks) and a nested one.
+    assert_eq!(
+        calls.iter().filter(|c| c.kind == CallKind::Content).count(),
+        6
+    );
+}
+
+#[tokio::test]
+async fn confluence_space_key_narrows_the_sync_to_the_space() {
+    use memvault_connectors::fakes::confluence::{self, OTHER_SPACE_KEY, SPACE_KEY};
+    let mut h = Harness::new(confluence::start(3)).await;
+    let outside: Vec<_> = (0..2).map(|_| h.server.add_in(OTHER_SPACE_KEY)).collect();
+    let inside: std::collections::BTreeSet<String> = h
+        .server
+        .fake
+        .live()
+        .into_iter()
+        .filter(|record| record.scope.is_none())
+        .map(|record| record.id)
+        .collect();
+    let base_url = h.base_url();
+    h.server.config = serde_json::json!({"base_url": base_url, "space_key": SPACE_KEY});
+    let report = h.sync().await.expect("a sync of one space");
+    assert_eq!(report.synced, 3, "{report:?}");
+    assert_eq!(stored_ids(&h), inside);
+    for record in &outside {
+        assert!(h.sink.holding(&record.word).is_empty());
+    }
+    let stored = h
+        .sink
+        .stored
+        .lock()
+        .unwrap()
+        .values()
+        .next()
+        .cloned()
+        .unwrap()
+        .0;
+    assert!(
+        stored.url.as_deref().is_some_and(
+            |url| url.starts_with(&format!("{base_url}/wiki/spaces/{SPACE_KEY}/pages/"))
+        ),
+        "{stored:?}"
+    );
+    assert!(stored.author.is_some(), "{stored:?}");
+    assert_eq!(
+        h.reconcile().await.expect("reconciliation of one space"),
+        0,
+        "the other space's pages are not in scope, this space's are all live"
+    );
+    assert_eq!(stored_ids(&h), inside);
+}

@@ -410,8 +410,10 @@ pub fn uuid_id(_: &mut State) -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+pub mod confluence;
 pub mod hubspot;
 pub mod linear;
+pub mod notion;
 pub mod slack;
 
 const TITLES: [&str; 6] = [
