@@ -121,7 +121,7 @@ async fn graphql(
         })
         .cloned()
         .collect();
-    issues.sort_by(|a, b| b.modified.cmp(&a.modified));
+    issues.sort_by_key(|issue| std::cmp::Reverse(issue.modified));
     let start = match variables["after"].as_str() {
         Some(after) => match issues.iter().position(|issue| issue.id == after) {
             Some(index) => index + 1,
