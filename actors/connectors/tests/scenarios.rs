@@ -428,3 +428,57 @@ scenarios!(
     memvault_connectors::fakes::linear::start,
     retry_after = true
 );
+scenarios!(
+    gdrive,
+    memvault_connectors::fakes::gdrive::start,
+    retry_after = false
+);
+
+/// `config.folder_id` narrows a Drive sync (and its reconciliation) to the folder's files.
+#[tokio::test]
+async fn gdrive_folder_id_narrows_the_sync() {
+    let mut server = memvault_connectors::fakes::gdrive::start(2).await;
+    let inside: Vec<_> = (0..3).map(|_| server.add_in("1FolderInside")).collect();
+    let outside = server.add_in("1FolderOutside");
+    server.config = serde_json::json!({"folder_id": "1FolderInside"});
+    let h = Harness::new(async { server }).await;
+    let report = h.sync().await.expect("a sync narrowed to one folder");
+    assert_eq!(report.synced, 3, "{report:?}");
+    for record in &inside {
+        assert_eq!(
+            h.sink.holding(&record.word).len(),
+            1,
+            "{} is in scope",
+            record.id
+        );
+    }
+    assert!(
+        h.sink.holding(&outside.word).is_empty(),
+        "a file of another folder was stored"
+    );
+    assert_eq!(
+        h.sink.len(),
+        3,
+        "the two files in My Drive are out of scope too"
+    );
+    assert_eq!(
+        h.reconcile().await.expect("reconciliation"),
+        0,
+        "nothing in scope is gone"
+    );
+    assert_eq!(h.sink.len(), 3);
+}
+
+/// An incremental Drive walk lists trashed files and reports them deleted, before any
+/// reconciliation.
+#[tokio::test]
+async fn gdrive_a_trashed_file_is_deleted_by_the_incremental_sync() {
+    let h = Harness::new(memvault_connectors::fakes::gdrive::start(5)).await;
+    h.sync().await.expect("the first sync");
+    let target = h.server.fake.live()[3].clone();
+    h.server.fake.delete(&target.id);
+    let report = h.sync().await.expect("the sync after trashing a file");
+    assert_eq!(report.deleted, 1, "{report:?}");
+    assert!(h.sink.holding(&target.word).is_empty());
+    h.assert_mirrored("after trashing a file");
+}

@@ -410,6 +410,8 @@ pub fn uuid_id(_: &mut State) -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+pub mod gdrive;
+mod google;
 pub mod linear;
 
 const TITLES: [&str; 6] = [
