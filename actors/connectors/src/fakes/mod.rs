@@ -411,6 +411,7 @@ pub fn uuid_id(_: &mut State) -> String {
 }
 
 pub mod gdrive;
+pub mod gmail;
 mod google;
 pub mod linear;
 

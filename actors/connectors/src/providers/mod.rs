@@ -6,6 +6,7 @@ use serde_json::Value;
 use crate::provider::{Provider, ProviderKind};
 
 pub mod gdrive;
+pub mod gmail;
 mod google;
 pub mod linear;
 
@@ -13,6 +14,7 @@ pub mod linear;
 pub fn provider(kind: ProviderKind) -> Option<&'static dyn Provider> {
     match kind {
         ProviderKind::Gdrive => Some(&gdrive::Gdrive),
+        ProviderKind::Gmail => Some(&gmail::Gmail),
         ProviderKind::Linear => Some(&linear::Linear),
         _ => None,
     }
