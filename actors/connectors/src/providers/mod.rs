@@ -5,21 +5,25 @@ use serde_json::Value;
 
 use crate::provider::{Provider, ProviderKind};
 
+mod google;
 pub mod confluence;
+pub mod gdrive;
+pub mod gmail;
 pub mod hubspot;
 pub mod linear;
 pub mod notion;
 pub mod slack;
 
 /// The provider implementation of `kind`.
-pub fn provider(kind: ProviderKind) -> Option<&'static dyn Provider> {
+pub fn provider(kind: ProviderKind) -> &'static dyn Provider {
     match kind {
-        ProviderKind::Linear => Some(&linear::Linear),
-        ProviderKind::Slack => Some(&slack::Slack),
-        ProviderKind::Hubspot => Some(&hubspot::Hubspot),
-        ProviderKind::Notion => Some(&notion::Notion),
-        ProviderKind::Confluence => Some(&confluence::Confluence),
-        _ => None,
+        ProviderKind::Gdrive => &gdrive::Gdrive,
+        ProviderKind::Gmail => &gmail::Gmail,
+        ProviderKind::Linear => &linear::Linear,
+        ProviderKind::Slack => &slack::Slack,
+        ProviderKind::Hubspot => &hubspot::Hubspot,
+        ProviderKind::Notion => &notion::Notion,
+        ProviderKind::Confluence => &confluence::Confluence,
     }
 }
 
