@@ -30,6 +30,7 @@ pub struct Config {
     pub mail: MailConfig,
     pub account: AccountConfig,
     pub billing: BillingConfig,
+    pub connectors: ConnectorsConfig,
     /// What an account of each tier may hold, by tier name (`[tiers.free]`, ...). A tier
     /// not listed, or a limit left out, is unlimited.
     pub tiers: TiersConfig,
@@ -189,6 +190,63 @@ pub struct InternalConfig {
     /// The shared secret `POST /v1/memory/_internal/embed` takes in
     /// `X-Memvault-Internal-Secret`; unset, the endpoint answers 503.
     pub embed_secret: Option<String>,
+}
+
+/// Managed connectors (DESIGN.md runtime contract, Connectors): the scheduler, and per
+/// provider its API root and OAuth app.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConnectorsConfig {
+    /// Lets Confluence's `config.base_url` be a loopback or private address (tests).
+    pub allow_private_targets: bool,
+    /// How often the scheduler looks for due connections.
+    pub tick_secs: u64,
+    /// How often a connection lists its source's ids to remove deleted records.
+    pub reconcile_minutes: u64,
+    /// Pages one run walks before it stops and resumes at the next tick (0: no cap).
+    pub max_pages_per_run: u64,
+    /// Scheduled runs at once.
+    pub concurrent_runs: usize,
+    pub slack: ConnectorProviderConfig,
+    pub notion: ConnectorProviderConfig,
+    pub gdrive: ConnectorProviderConfig,
+    pub gmail: ConnectorProviderConfig,
+    pub linear: ConnectorProviderConfig,
+    pub confluence: ConnectorProviderConfig,
+    pub hubspot: ConnectorProviderConfig,
+}
+
+impl Default for ConnectorsConfig {
+    fn default() -> Self {
+        Self {
+            allow_private_targets: false,
+            tick_secs: 30,
+            reconcile_minutes: 24 * 60,
+            max_pages_per_run: 0,
+            concurrent_runs: 4,
+            slack: ConnectorProviderConfig::default(),
+            notion: ConnectorProviderConfig::default(),
+            gdrive: ConnectorProviderConfig::default(),
+            gmail: ConnectorProviderConfig::default(),
+            linear: ConnectorProviderConfig::default(),
+            confluence: ConnectorProviderConfig::default(),
+            hubspot: ConnectorProviderConfig::default(),
+        }
+    }
+}
+
+/// `[connectors.<provider>]`: the API root (default: the provider's own) and, for notion,
+/// slack, gdrive and gmail, the OAuth app (without a client id, OAuth start answers 503).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConnectorProviderConfig {
+    pub base_url: Option<String>,
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    /// Default: the provider's own authorize URL.
+    pub authorize_url: Option<String>,
+    /// Default: the provider's own token URL.
+    pub token_url: Option<String>,
 }
 
 /// Mail-in (DESIGN.md runtime contract, Email-in): the drop addresses' domain and the
@@ -800,9 +858,9 @@ fn apply_env_override(table: &mut toml::Table, name: &str, raw: &str) -> Result<
         return Ok(());
     };
     let segments: Vec<String> = path.split("__").map(str::to_lowercase).collect();
-    if segments.len() != 2 || segments.iter().any(String::is_empty) {
+    if !(2..=3).contains(&segments.len()) || segments.iter().any(String::is_empty) {
         return Err(ConfigError::Invalid(format!(
-            "environment variable {name} must have the form MEMVAULT__SECTION__KEY"
+            "environment variable {name} must have the form MEMVAULT__SECTION__KEY (or MEMVAULT__SECTION__SUBSECTION__KEY)"
         )));
     }
     let value = format!("value = {raw}")
@@ -810,16 +868,20 @@ fn apply_env_override(table: &mut toml::Table, name: &str, raw: &str) -> Result<
         .ok()
         .and_then(|mut parsed| parsed.remove("value"))
         .unwrap_or_else(|| toml::Value::String(raw.to_owned()));
-    let section = table
-        .entry(segments[0].clone())
-        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-    let toml::Value::Table(section) = section else {
-        return Err(ConfigError::Invalid(format!(
-            "config key {} is not a section",
-            segments[0]
-        )));
-    };
-    section.insert(segments[1].clone(), value);
+    let (key, sections) = segments.split_last().expect("two or three segments");
+    let mut section = table;
+    for name in sections {
+        let entry = section
+            .entry(name.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let toml::Value::Table(inner) = entry else {
+            return Err(ConfigError::Invalid(format!(
+                "config key {name} is not a section"
+            )));
+        };
+        section = inner;
+    }
+    section.insert(key.clone(), value);
     Ok(())
 }
 

@@ -226,6 +226,7 @@ pub async fn start_service_with_clock(
         email: memvault_core::email::EmailSettings {
             domain: config.email.domain.to_ascii_lowercase(),
         },
+        connectors: connector_settings(config),
     };
     let service = Memvault::start(Arc::new(store), embedders, service_config).await?;
     let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;
@@ -408,4 +409,61 @@ pub async fn shutdown_signal() {
         () = terminate => {},
     }
     tracing::info!("shutdown requested; finishing in-flight requests");
+}
+
+/// `[connectors]`: the scheduler, each provider's API root and OAuth app (an app needs
+/// both a client id and a secret; the authorize and token URLs default to the provider's).
+fn connector_settings(config: &Config) -> memvault_core::connectors::ConnectorSettings {
+    use memvault_connectors::ProviderKind;
+    use memvault_core::connectors::{ConnectorSettings, ProviderSettings};
+    let section = &config.connectors;
+    let mut providers = std::collections::BTreeMap::new();
+    for kind in ProviderKind::ALL {
+        let provider = match kind {
+            ProviderKind::Slack => &section.slack,
+            ProviderKind::Notion => &section.notion,
+            ProviderKind::Gdrive => &section.gdrive,
+            ProviderKind::Gmail => &section.gmail,
+            ProviderKind::Linear => &section.linear,
+            ProviderKind::Confluence => &section.confluence,
+            ProviderKind::Hubspot => &section.hubspot,
+        };
+        let defaults = memvault_connectors::oauth::default_urls(kind);
+        let app = match (&provider.client_id, &provider.client_secret, defaults) {
+            (Some(id), Some(secret), Some((authorize, token)))
+                if !id.is_empty() && !secret.is_empty() =>
+            {
+                Some(memvault_connectors::oauth::App {
+                    client_id: id.clone(),
+                    client_secret: secret.clone(),
+                    authorize_url: provider
+                        .authorize_url
+                        .clone()
+                        .unwrap_or_else(|| authorize.to_owned()),
+                    token_url: provider
+                        .token_url
+                        .clone()
+                        .unwrap_or_else(|| token.to_owned()),
+                })
+            }
+            _ => None,
+        };
+        providers.insert(
+            kind,
+            ProviderSettings {
+                base_url: provider.base_url.clone(),
+                app,
+            },
+        );
+    }
+    ConnectorSettings {
+        providers,
+        allow_private_targets: section.allow_private_targets,
+        tick: Duration::from_secs(section.tick_secs.max(1)),
+        reconcile_every: Duration::from_secs(section.reconcile_minutes * 60),
+        max_pages_per_run: section.max_pages_per_run,
+        concurrent_runs: section.concurrent_runs.max(1),
+        public_url: crate::files::public_url(config),
+        ..ConnectorSettings::default()
+    }
 }

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod billing;
 pub mod blobs;
 pub mod collections;
+pub mod connections;
 pub mod email;
 pub mod extract;
 pub mod files;
@@ -40,8 +41,9 @@ use axum::Router;
 use memvault_core::pageviews::Pageviews;
 use memvault_core::status::StatusMonitor;
 use memvault_core::{
-    Accounts, AuditTrail, Authorizer, Billing, Collections, Email, Files, Graph, Internal, Keys,
-    Maintenance, Memories, Memvault, Operator, Portability, Proxy, Search, Settings, Tenants,
+    Accounts, AuditTrail, Authorizer, Billing, Collections, Connections, Email, Files, Graph,
+    Internal, Keys, Maintenance, Memories, Memvault, Operator, Portability, Proxy, Search,
+    Settings, Tenants,
 };
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
@@ -87,6 +89,8 @@ pub struct AppState {
     pub internal_secrets: internal::InternalSecrets,
     /// Mail-in: addresses, allowlists, the relay's handoff.
     pub email: Email,
+    /// Managed connectors.
+    pub connections: Connections,
     /// The relay handoff's shared secret (none by default: it answers 503).
     #[from_ref(skip)]
     pub inbound_secret: email::InboundSecret,
@@ -124,6 +128,7 @@ impl AppState {
             account_limits: Arc::new(account::AccountLimits::default()),
             internal_secrets: internal::InternalSecrets::default(),
             email: service.email(),
+            connections: service.connections(),
             inbound_secret: email::InboundSecret::default(),
         }
     }
@@ -208,6 +213,7 @@ fn memory_routes() -> OpenApiRouter<AppState> {
         .merge(storage::routes())
         .nest("/webhook", webhooks::routes())
         .nest("/email", email::routes())
+        .nest("/connections", connections::routes())
 }
 
 /// `/v1/memory/admin`: the caller's account, and what only admin-flagged tenants reach.

@@ -11,7 +11,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use memvault_core::metrics::{LatencySummary, MetricsSnapshot, Stage};
 use memvault_core::pageviews::Pageviews;
 use memvault_core::service::EmbeddingsOverview;
-use memvault_core::Operator;
+use memvault_core::{Connections, Operator};
 use memvault_jobs::{JobMetricsSnapshot, RecurringSnapshot};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -337,15 +337,15 @@ pub struct ConnectorsResponse {
     pub providers: Vec<ConnectorProviderResponse>,
 }
 
-/// Connector sync runs per provider over the last `hours`. Managed connectors do not
-/// exist in this server yet, so this aggregates an empty set (`providers` is empty) until
-/// they land; the shape is the one they will fill.
+/// Connector sync runs per provider over the last `hours`, every tenant's (a provider
+/// without runs in the window is left out).
 #[utoipa::path(get, path = "/connectors", tag = "operator",
     params(ConnectorsQuery),
     responses((status = 200, body = ConnectorsResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn connectors(
+    State(connections): State<Connections>,
     _admin: Admin,
     ApiQuery(query): ApiQuery<ConnectorsQuery>,
 ) -> ApiResult<Json<ConnectorsResponse>> {
@@ -355,9 +355,19 @@ pub async fn connectors(
         CONNECTOR_HOURS_MAX,
         "hours",
     )?;
+    let since = Utc::now() - chrono::Duration::hours(i64::from(hours));
+    let figures = connections.provider_runs(since).await?;
     Ok(Json(ConnectorsResponse {
         hours,
-        providers: Vec::new(),
+        providers: figures
+            .into_iter()
+            .map(|(provider, runs)| ConnectorProviderResponse {
+                provider,
+                runs: runs.runs,
+                errors: runs.errors,
+                last_run: runs.last_run,
+            })
+            .collect(),
     }))
 }
 
@@ -369,14 +379,26 @@ pub struct ConnectorStatusResponse {
     pub n: u64,
 }
 
-/// Connections per status. Managed connectors do not exist in this server yet, so this
-/// aggregates an empty set (an empty array) until they land.
+/// Connections per status across every tenant: one entry per status (`active`, `error`,
+/// `paused`), zeros included.
 #[utoipa::path(get, path = "/connectors/status", tag = "operator",
     responses((status = 200, body = [ConnectorStatusResponse]), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn connector_status(_admin: Admin) -> Json<Vec<ConnectorStatusResponse>> {
-    Json(Vec::new())
+pub async fn connector_status(
+    State(connections): State<Connections>,
+    _admin: Admin,
+) -> ApiResult<Json<Vec<ConnectorStatusResponse>>> {
+    let counts = connections.status_counts().await?;
+    Ok(Json(
+        ["active", "error", "paused"]
+            .into_iter()
+            .map(|status| ConnectorStatusResponse {
+                status: status.to_owned(),
+                n: counts.get(status).copied().unwrap_or(0),
+            })
+            .collect(),
+    ))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

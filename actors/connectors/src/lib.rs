@@ -15,6 +15,7 @@ pub mod engine;
 #[cfg(feature = "fakes")]
 pub mod fakes;
 pub mod http;
+pub mod oauth;
 pub mod provider;
 pub mod providers;
 

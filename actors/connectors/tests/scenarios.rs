@@ -76,7 +76,13 @@ fn fast_http() -> Http {
         ..Retries::default()
     });
     for kind in memvault_connectors::ProviderKind::ALL {
-        http = http.with_budget(kind, memvault_connectors::http::Budget { rate: 500.0, burst: 100.0 });
+        http = http.with_budget(
+            kind,
+            memvault_connectors::http::Budget {
+                rate: 500.0,
+                burst: 100.0,
+            },
+        );
     }
     http
 }

@@ -74,6 +74,24 @@ pub enum Error {
     RevealLinkInvalid,
     #[error("import '{0}' not found")]
     ImportNotFound(String),
+    #[error("connection '{0}' not found")]
+    ConnectionNotFound(String),
+    /// A provider memvault does not sync server-side (postgres), or OAuth for a provider
+    /// without an OAuth flow.
+    #[error("{0}")]
+    ProviderNotSupported(String),
+    /// OAuth start or callback for a provider whose OAuth app is not configured.
+    #[error("{0}")]
+    OAuthNotConfigured(String),
+    /// An OAuth callback whose state is unknown, used, expired or another provider's.
+    #[error("the OAuth state is unknown, already used or expired: start the connection again")]
+    OAuthStateInvalid,
+    /// The provider's token endpoint failed or refused the code.
+    #[error("{0}")]
+    ConnectorUpstream(String),
+    /// Confluence's site URL is not http(s) or is a private address.
+    #[error("{0}")]
+    ConnectionTargetRejected(String),
     /// A write that would take the account past its tier's limit.
     #[error("the {tier} tier allows {limit} {what}; this account holds {held}: delete some, or upgrade with POST /v1/memory/stripe/checkout/create")]
     TierLimitReached {
@@ -251,6 +269,12 @@ impl Error {
             Error::ConfirmMismatch { .. } => ErrorCode::ConfirmMismatch,
             Error::TierLimitReached { .. } => ErrorCode::TierLimitReached,
             Error::ImportNotFound(_) => ErrorCode::ImportNotFound,
+            Error::ConnectionNotFound(_) => ErrorCode::ConnectionNotFound,
+            Error::ProviderNotSupported(_) => ErrorCode::ProviderNotSupported,
+            Error::OAuthNotConfigured(_) => ErrorCode::OauthNotConfigured,
+            Error::OAuthStateInvalid => ErrorCode::OauthStateInvalid,
+            Error::ConnectorUpstream(_) => ErrorCode::ConnectorUpstreamFailed,
+            Error::ConnectionTargetRejected(_) => ErrorCode::ConnectionTargetRejected,
             Error::AdminAccountProtected => ErrorCode::AdminAccountProtected,
             Error::MailNotConfigured => ErrorCode::MailNotConfigured,
             Error::BillingNotConfigured(_) => ErrorCode::BillingNotConfigured,

@@ -30,6 +30,7 @@ pub mod audit;
 pub mod billing;
 mod call;
 pub mod collection;
+pub mod connectors;
 pub mod email;
 pub mod embedders;
 pub mod error;
@@ -65,5 +66,6 @@ pub use service::{
     BlobBackend, CompletedUpload, Download, FileResult, Files, Incoming, StagedFile, UploadSpec,
     UploadTicket,
 };
+pub use service::{ConnectionView, Connections, NewConnection, ProviderRuns, SyncOutcome};
 pub use service::{DropAddress, Email, Inbound};
 pub use service::{EmbeddedTexts, Internal, StorageConfigInput, StorageConfigView};

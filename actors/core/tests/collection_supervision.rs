@@ -73,6 +73,90 @@ impl ImportStore for FlakyStore {
     }
 }
 
+impl memvault_storage::ConnectorStore for FlakyStore {
+    fn put_connection(&self, connection: &memvault_storage::ConnectionRecord) -> StoreResult<()> {
+        self.inner.put_connection(connection)
+    }
+    fn connection(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+    ) -> StoreResult<Option<memvault_storage::ConnectionRecord>> {
+        self.inner.connection(tenant, id)
+    }
+    fn connections(
+        &self,
+        tenant: &TenantId,
+    ) -> StoreResult<Vec<memvault_storage::ConnectionRecord>> {
+        self.inner.connections(tenant)
+    }
+    fn all_connections(&self) -> StoreResult<Vec<memvault_storage::ConnectionRecord>> {
+        self.inner.all_connections()
+    }
+    fn delete_connection(&self, tenant: &TenantId, id: &str) -> StoreResult<bool> {
+        self.inner.delete_connection(tenant, id)
+    }
+    fn put_run(&self, run: &memvault_storage::SyncRunRecord) -> StoreResult<()> {
+        self.inner.put_run(run)
+    }
+    fn runs(
+        &self,
+        tenant: &TenantId,
+        connection: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<memvault_storage::SyncRunRecord>> {
+        self.inner.runs(tenant, connection, limit)
+    }
+    fn runs_since(
+        &self,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> StoreResult<Vec<memvault_storage::SyncRunRecord>> {
+        self.inner.runs_since(since)
+    }
+    fn trim_runs(&self, tenant: &TenantId, connection: &str, keep: usize) -> StoreResult<usize> {
+        self.inner.trim_runs(tenant, connection, keep)
+    }
+    fn synced_records(
+        &self,
+        tenant: &TenantId,
+        connection: &str,
+        ids: &[String],
+    ) -> StoreResult<Vec<Option<memvault_storage::SyncedRecord>>> {
+        self.inner.synced_records(tenant, connection, ids)
+    }
+    fn put_synced_records(
+        &self,
+        tenant: &TenantId,
+        connection: &str,
+        records: &[memvault_storage::SyncedRecord],
+    ) -> StoreResult<()> {
+        self.inner.put_synced_records(tenant, connection, records)
+    }
+    fn delete_synced_records(
+        &self,
+        tenant: &TenantId,
+        connection: &str,
+        ids: &[String],
+    ) -> StoreResult<()> {
+        self.inner.delete_synced_records(tenant, connection, ids)
+    }
+    fn synced_record_ids(&self, tenant: &TenantId, connection: &str) -> StoreResult<Vec<String>> {
+        self.inner.synced_record_ids(tenant, connection)
+    }
+    fn put_oauth_state(&self, state: &memvault_storage::OAuthStateRecord) -> StoreResult<()> {
+        self.inner.put_oauth_state(state)
+    }
+    fn take_oauth_state(
+        &self,
+        state_hash: &str,
+    ) -> StoreResult<Option<memvault_storage::OAuthStateRecord>> {
+        self.inner.take_oauth_state(state_hash)
+    }
+    fn prune_oauth_states(&self, before: chrono::DateTime<chrono::Utc>) -> StoreResult<usize> {
+        self.inner.prune_oauth_states(before)
+    }
+}
+
 impl MetaStore for FlakyStore {
     fn put_tenant(&self, tenant: &TenantRecord) -> StoreResult<()> {
         self.inner.put_tenant(tenant)

@@ -49,11 +49,14 @@ pub use records::{
     RevealRecord, StorageConfigRecord, WebhookRecord,
 };
 pub use records::{
+    ConnectionRecord, ConnectionStatus, OAuthStateRecord, SyncRunRecord, SyncedRecord,
+};
+pub use records::{
     ImportCollectionRecord, ImportItemRecord, ImportJobRecord, ImportPayload, ImportSkipRecord,
     ImportState,
 };
 pub use sled_store::SledStore;
 pub use store::{
-    AccountStore, AuditStore, ImportStore, IngestStore, JobStore, MemoryStore, MetaStore,
-    OutboxStore, ReembedStore, Store,
+    AccountStore, AuditStore, ConnectorStore, ImportStore, IngestStore, JobStore, MemoryStore,
+    MetaStore, OutboxStore, ReembedStore, Store,
 };

@@ -809,3 +809,103 @@ pub struct EmailAddressRecord {
     pub collection: CollectionName,
     pub created_at: DateTime<Utc>,
 }
+
+/// A connection's state in the scheduler's eyes (SPEC: Connection status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConnectionStatus {
+    Active,
+    Error,
+    Paused,
+}
+
+impl ConnectionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConnectionStatus::Active => "active",
+            ConnectionStatus::Error => "error",
+            ConnectionStatus::Paused => "paused",
+        }
+    }
+}
+
+/// A managed connector: where it reads, where it writes, its sealed credentials and how
+/// its syncs stand.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionRecord {
+    pub id: String,
+    pub tenant_id: TenantId,
+    /// `slack`, `notion`, `gdrive`, `gmail`, `linear`, `confluence`, `hubspot`.
+    pub provider: String,
+    pub name: Option<String>,
+    pub collection: CollectionName,
+    pub container_tag: Option<String>,
+    /// The provider's config (channel, database, folder, query, sync_interval_minutes).
+    pub config: Value,
+    /// The credentials as JSON, sealed with the server's key.
+    pub credentials: String,
+    /// The key that created it: syncs write with that key's access.
+    pub key_id: String,
+    pub status: ConnectionStatus,
+    pub last_error: Option<String>,
+    pub consecutive_failures: u32,
+    /// The engine's cursor (high-water mark and change token), moved by complete runs.
+    pub cursor: Value,
+    /// A run in progress, saved after every page; a resumed run continues from it.
+    pub checkpoint: Option<Value>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub last_sync_at: Option<DateTime<Utc>>,
+    /// When the scheduler syncs it next (with jitter).
+    pub next_sync_at: Option<DateTime<Utc>>,
+    pub last_reconciled_at: Option<DateTime<Utc>>,
+}
+
+/// One sync run of a connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SyncRunRecord {
+    /// UUID v7: runs sort by start time.
+    pub id: String,
+    pub tenant_id: TenantId,
+    pub connection_id: String,
+    pub provider: String,
+    /// `ok`, `partial` (capped; resumes from its checkpoint) or `error`.
+    pub status: String,
+    /// Records stored (new or changed).
+    pub synced_count: u64,
+    /// Records skipped as unchanged.
+    pub unchanged_count: u64,
+    /// Memories removed (deletions reported or reconciled).
+    pub deleted_count: u64,
+    pub error: Option<String>,
+    /// `manual`, `schedule` or `oauth`.
+    pub trigger: String,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+}
+
+/// A provider record a connection stored: the memory it became and its content hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncedRecord {
+    pub record_id: String,
+    pub memory_id: String,
+    pub hash: String,
+}
+
+/// An OAuth flow between its start and its callback: bound to the tenant and the key that
+/// started it, found by the hash of its state, taken once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OAuthStateRecord {
+    pub state_hash: String,
+    pub tenant_id: TenantId,
+    pub key_id: String,
+    pub provider: String,
+    pub collection: CollectionName,
+    pub name: Option<String>,
+    pub container_tag: Option<String>,
+    pub config: Value,
+    /// The redirect URI the start sent (the exchange must repeat it).
+    pub redirect_uri: String,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}

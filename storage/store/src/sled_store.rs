@@ -25,6 +25,9 @@
 //! {tenant}/i/{import}                 asynchronous import's progress (JSON)
 //! {tenant}/ip/{import}                its items while unfinished (JSON)
 //! {tenant}/iq/{import}                present while the import is unfinished (empty value)
+//! {tenant}/n/{connection}            managed connection (JSON; credentials sealed)
+//! {tenant}/nr/{connection}/{run}      sync run (JSON); ids are UUID v7, so by time
+//! {tenant}/ns/{connection}/{record}   a provider record the connection stored (JSON)
 //! {tenant}/a/{entry}                  audit entry (JSON); ids are UUID v7, so by time
 //! {tenant}/e/{collection}/h           the model of a staged re-embedding (JSON)
 //! {tenant}/e/{collection}/v/{key}     a staged vector: the memory's index key as 20
@@ -44,14 +47,15 @@ use sled::{Batch, Db, Tree};
 
 use crate::error::{Result, StorageError};
 use crate::records::{
-    ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmailAddressRecord, EmbeddingModel,
-    ExtractJobRecord, ImportJobRecord, ImportPayload, IngestBatchRecord, MailRecord, MemoryRecord,
-    OutboxDelivery, RevealRecord, StagedEmbedding, StoredMemory, TenantId, TenantRecord,
+    ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, ConnectionRecord,
+    EmailAddressRecord, EmbeddingModel, ExtractJobRecord, ImportJobRecord, ImportPayload,
+    IngestBatchRecord, MailRecord, MemoryRecord, OAuthStateRecord, OutboxDelivery, RevealRecord,
+    StagedEmbedding, StoredMemory, SyncRunRecord, SyncedRecord, TenantId, TenantRecord,
     TenantSettings, UsageRow,
 };
 use crate::store::{
-    AccountStore, AuditStore, ImportStore, IngestStore, JobStore, MemoryStore, MetaStore,
-    OutboxStore, ReembedStore,
+    AccountStore, AuditStore, ConnectorStore, ImportStore, IngestStore, JobStore, MemoryStore,
+    MetaStore, OutboxStore, ReembedStore,
 };
 
 pub struct SledStore {
@@ -536,6 +540,220 @@ impl IngestStore for SledStore {
         }
         if pruned > 0 {
             self.data.apply_batch(writes)?;
+            self.flush()?;
+        }
+        Ok(pruned)
+    }
+}
+
+fn connection_key(tenant: &TenantId, id: &str) -> String {
+    format!("{tenant}/n/{id}")
+}
+
+fn runs_prefix(tenant: &TenantId, connection: &str) -> String {
+    format!("{tenant}/nr/{connection}/")
+}
+
+fn synced_prefix(tenant: &TenantId, connection: &str) -> String {
+    format!("{tenant}/ns/{connection}/")
+}
+
+fn oauth_key(state_hash: &str) -> String {
+    format!("oauth/{state_hash}")
+}
+
+impl ConnectorStore for SledStore {
+    fn put_connection(&self, connection: &ConnectionRecord) -> Result<()> {
+        self.put_json(
+            &self.data,
+            connection_key(&connection.tenant_id, &connection.id),
+            connection,
+        )
+    }
+
+    fn connection(&self, tenant: &TenantId, id: &str) -> Result<Option<ConnectionRecord>> {
+        get_json(&self.data, &connection_key(tenant, id))
+    }
+
+    fn connections(&self, tenant: &TenantId) -> Result<Vec<ConnectionRecord>> {
+        let mut found: Vec<ConnectionRecord> = Vec::new();
+        for entry in self.data.scan_prefix(format!("{tenant}/n/")) {
+            let (key, value) = entry?;
+            found.push(decode_json(&key, &value)?);
+        }
+        found.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(found)
+    }
+
+    fn all_connections(&self) -> Result<Vec<ConnectionRecord>> {
+        let mut found = Vec::new();
+        for tenant in self.tenants()? {
+            found.extend(self.connections(&tenant.id)?);
+        }
+        Ok(found)
+    }
+
+    fn delete_connection(&self, tenant: &TenantId, id: &str) -> Result<bool> {
+        let key = connection_key(tenant, id);
+        if self.data.get(key.as_bytes())?.is_none() {
+            return Ok(false);
+        }
+        let mut batch = Batch::default();
+        batch.remove(key.as_bytes());
+        for prefix in [runs_prefix(tenant, id), synced_prefix(tenant, id)] {
+            for entry in self.data.scan_prefix(prefix) {
+                let (key, _) = entry?;
+                batch.remove(key);
+            }
+        }
+        self.data.apply_batch(batch)?;
+        self.flush()?;
+        Ok(true)
+    }
+
+    fn put_run(&self, run: &SyncRunRecord) -> Result<()> {
+        let key = format!(
+            "{}{}",
+            runs_prefix(&run.tenant_id, &run.connection_id),
+            run.id
+        );
+        self.put_json(&self.data, key, run)
+    }
+
+    fn runs(
+        &self,
+        tenant: &TenantId,
+        connection: &str,
+        limit: usize,
+    ) -> Result<Vec<SyncRunRecord>> {
+        let mut found = Vec::new();
+        for entry in self
+            .data
+            .scan_prefix(runs_prefix(tenant, connection))
+            .rev()
+            .take(limit)
+        {
+            let (key, value) = entry?;
+            found.push(decode_json(&key, &value)?);
+        }
+        Ok(found)
+    }
+
+    fn runs_since(&self, since: chrono::DateTime<chrono::Utc>) -> Result<Vec<SyncRunRecord>> {
+        let mut found = Vec::new();
+        for tenant in self.tenants()? {
+            for entry in self.data.scan_prefix(format!("{}/nr/", tenant.id)) {
+                let (key, value) = entry?;
+                let run: SyncRunRecord = decode_json(&key, &value)?;
+                if run.created_at >= since {
+                    found.push(run);
+                }
+            }
+        }
+        found.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(found)
+    }
+
+    fn trim_runs(&self, tenant: &TenantId, connection: &str, keep: usize) -> Result<usize> {
+        let mut batch = Batch::default();
+        let mut removed = 0;
+        for entry in self
+            .data
+            .scan_prefix(runs_prefix(tenant, connection))
+            .rev()
+            .skip(keep)
+        {
+            let (key, _) = entry?;
+            batch.remove(key);
+            removed += 1;
+        }
+        if removed > 0 {
+            self.data.apply_batch(batch)?;
+            self.flush()?;
+        }
+        Ok(removed)
+    }
+
+    fn synced_records(
+        &self,
+        tenant: &TenantId,
+        connection: &str,
+        ids: &[String],
+    ) -> Result<Vec<Option<SyncedRecord>>> {
+        let prefix = synced_prefix(tenant, connection);
+        ids.iter()
+            .map(|id| get_json(&self.data, &format!("{prefix}{id}")))
+            .collect()
+    }
+
+    fn put_synced_records(
+        &self,
+        tenant: &TenantId,
+        connection: &str,
+        records: &[SyncedRecord],
+    ) -> Result<()> {
+        let prefix = synced_prefix(tenant, connection);
+        let mut batch = Batch::default();
+        for record in records {
+            batch.insert(
+                format!("{prefix}{}", record.record_id).as_bytes(),
+                serde_json::to_vec(record)?,
+            );
+        }
+        self.data.apply_batch(batch)?;
+        self.flush()
+    }
+
+    fn delete_synced_records(
+        &self,
+        tenant: &TenantId,
+        connection: &str,
+        ids: &[String],
+    ) -> Result<()> {
+        let prefix = synced_prefix(tenant, connection);
+        let mut batch = Batch::default();
+        for id in ids {
+            batch.remove(format!("{prefix}{id}").as_bytes());
+        }
+        self.data.apply_batch(batch)?;
+        self.flush()
+    }
+
+    fn synced_record_ids(&self, tenant: &TenantId, connection: &str) -> Result<Vec<String>> {
+        let prefix = synced_prefix(tenant, connection);
+        let mut found = Vec::new();
+        for entry in self.data.scan_prefix(&prefix) {
+            let (key, _) = entry?;
+            found.push(String::from_utf8_lossy(&key[prefix.len()..]).into_owned());
+        }
+        Ok(found)
+    }
+
+    fn put_oauth_state(&self, state: &OAuthStateRecord) -> Result<()> {
+        self.put_json(&self.account, oauth_key(&state.state_hash), state)
+    }
+
+    fn take_oauth_state(&self, state_hash: &str) -> Result<Option<OAuthStateRecord>> {
+        let key = oauth_key(state_hash);
+        // remove is atomic: of two concurrent takes, one gets the value.
+        let Some(value) = self.account.remove(key.as_bytes())? else {
+            return Ok(None);
+        };
+        self.flush()?;
+        Ok(Some(decode_json(key.as_bytes(), &value)?))
+    }
+
+    fn prune_oauth_states(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize> {
+        let mut pruned = 0;
+        for entry in self.account.scan_prefix("oauth/") {
+            let (key, value) = entry?;
+            let state: OAuthStateRecord = decode_json(&key, &value)?;
+            if state.expires_at < before {
+                self.account.remove(key)?;
+                pruned += 1;
+            }
+        }
+        if pruned > 0 {
             self.flush()?;
         }
         Ok(pruned)

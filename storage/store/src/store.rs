@@ -4,10 +4,10 @@
 
 use crate::error::Result;
 use crate::records::{
-    ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, EmailAddressRecord, EmbeddingModel,
-    ExtractJobRecord, ImportJobRecord, ImportPayload, IngestBatchRecord, MailRecord,
-    OutboxDelivery, RevealRecord, StagedEmbedding, StoredMemory, TenantId, TenantRecord,
-    TenantSettings, UsageRow,
+    ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, ConnectionRecord,
+    EmailAddressRecord, EmbeddingModel, ExtractJobRecord, ImportJobRecord, ImportPayload,
+    IngestBatchRecord, MailRecord, OAuthStateRecord, OutboxDelivery, RevealRecord, StagedEmbedding,
+    StoredMemory, SyncRunRecord, SyncedRecord, TenantId, TenantRecord, TenantSettings, UsageRow,
 };
 
 /// Tenants, their API keys and their collections.
@@ -239,6 +239,57 @@ pub trait AccountStore: Send + Sync + 'static {
     fn delete_email_address_of(&self, tenant: &TenantId) -> Result<bool>;
 }
 
+/// Managed connectors: connections, their runs, the provider records each one stored, and
+/// the OAuth flows in progress.
+pub trait ConnectorStore: Send + Sync + 'static {
+    /// Stores (or replaces) a connection.
+    fn put_connection(&self, connection: &ConnectionRecord) -> Result<()>;
+    fn connection(&self, tenant: &TenantId, id: &str) -> Result<Option<ConnectionRecord>>;
+    /// The tenant's connections, oldest first.
+    fn connections(&self, tenant: &TenantId) -> Result<Vec<ConnectionRecord>>;
+    /// Every connection of every tenant (the scheduler's and the operator's view).
+    fn all_connections(&self) -> Result<Vec<ConnectionRecord>>;
+    /// Removes a connection with its runs and its record map; `false` when it was absent.
+    fn delete_connection(&self, tenant: &TenantId, id: &str) -> Result<bool>;
+
+    fn put_run(&self, run: &SyncRunRecord) -> Result<()>;
+    /// A connection's runs, newest first, at most `limit`.
+    fn runs(&self, tenant: &TenantId, connection: &str, limit: usize)
+        -> Result<Vec<SyncRunRecord>>;
+    /// Every run of every tenant that started at or after `since` (operator view).
+    fn runs_since(&self, since: chrono::DateTime<chrono::Utc>) -> Result<Vec<SyncRunRecord>>;
+    /// Removes runs beyond the newest `keep` of a connection; returns how many.
+    fn trim_runs(&self, tenant: &TenantId, connection: &str, keep: usize) -> Result<usize>;
+
+    /// The stored record of each id (None: not stored), in order.
+    fn synced_records(
+        &self,
+        tenant: &TenantId,
+        connection: &str,
+        ids: &[String],
+    ) -> Result<Vec<Option<SyncedRecord>>>;
+    fn put_synced_records(
+        &self,
+        tenant: &TenantId,
+        connection: &str,
+        records: &[SyncedRecord],
+    ) -> Result<()>;
+    fn delete_synced_records(
+        &self,
+        tenant: &TenantId,
+        connection: &str,
+        ids: &[String],
+    ) -> Result<()>;
+    /// Every record id the connection stored.
+    fn synced_record_ids(&self, tenant: &TenantId, connection: &str) -> Result<Vec<String>>;
+
+    fn put_oauth_state(&self, state: &OAuthStateRecord) -> Result<()>;
+    /// Removes the flow and returns it: of two concurrent takes, one gets it.
+    fn take_oauth_state(&self, state_hash: &str) -> Result<Option<OAuthStateRecord>>;
+    /// Removes flows that expired before `before`; returns how many.
+    fn prune_oauth_states(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize>;
+}
+
 /// Everything the service persists; one value of it is shared by all actors.
 pub trait Store:
     MetaStore
@@ -250,6 +301,7 @@ pub trait Store:
     + IngestStore
     + ImportStore
     + AccountStore
+    + ConnectorStore
 {
 }
 
@@ -262,7 +314,8 @@ impl<
             + ReembedStore
             + IngestStore
             + ImportStore
-            + AccountStore,
+            + AccountStore
+            + ConnectorStore,
     > Store for T
 {
 }

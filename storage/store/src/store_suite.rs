@@ -68,6 +68,8 @@ macro_rules! store_suite {
                 delete_collection_drops_its_staged_embeddings,
                 purge_removes_every_record_of_one_tenant_in_bounded_steps,
                 imports_keep_their_items_until_finished,
+                connections_keep_runs_and_records_until_deleted,
+                oauth_states_are_taken_once,
             );
         }
     };
@@ -1175,4 +1177,202 @@ pub fn imports_keep_their_items_until_finished(store: &dyn Store) {
     assert_eq!(store.import_job(&tenant.id, "imp-a").unwrap(), Some(done));
     assert_eq!(store.import_payload(&tenant.id, "imp-a").unwrap(), None);
     assert_eq!(ids(store.unfinished_imports().unwrap()), ["imp-b"]);
+}
+
+fn sample_connection(tenant: &TenantId, id: &str, minute: u32) -> crate::records::ConnectionRecord {
+    let at = Utc.with_ymd_and_hms(2026, 3, 1, 12, minute, 0).unwrap();
+    crate::records::ConnectionRecord {
+        id: id.to_owned(),
+        tenant_id: tenant.clone(),
+        provider: "linear".into(),
+        name: Some(format!("connection {id}")),
+        collection: CollectionName::parse("issues").unwrap(),
+        container_tag: Some("work".into()),
+        config: json!({"sync_interval_minutes": 30}),
+        credentials: "sealed:v1:abc".into(),
+        key_id: "key-1".into(),
+        status: crate::records::ConnectionStatus::Active,
+        last_error: None,
+        consecutive_failures: 0,
+        cursor: json!({}),
+        checkpoint: None,
+        created_at: at,
+        updated_at: at,
+        last_sync_at: None,
+        next_sync_at: None,
+        last_reconciled_at: None,
+    }
+}
+
+fn sample_run(
+    connection: &crate::records::ConnectionRecord,
+    id: &str,
+    minute: u32,
+) -> crate::records::SyncRunRecord {
+    let at = Utc.with_ymd_and_hms(2026, 3, 2, 9, minute, 0).unwrap();
+    crate::records::SyncRunRecord {
+        id: id.to_owned(),
+        tenant_id: connection.tenant_id.clone(),
+        connection_id: connection.id.clone(),
+        provider: connection.provider.clone(),
+        status: "ok".into(),
+        synced_count: u64::from(minute),
+        unchanged_count: 0,
+        deleted_count: 0,
+        error: None,
+        trigger: "manual".into(),
+        created_at: at,
+        finished_at: at,
+    }
+}
+
+/// Connections are per tenant, oldest first; runs list newest first, trim to the newest;
+/// the record map answers in the asked order; a delete takes runs and records along and
+/// leaves the other connection alone.
+pub fn connections_keep_runs_and_records_until_deleted(store: &dyn Store) {
+    let (one, two) = (sample_tenant("one"), sample_tenant("two"));
+    store.put_tenant(&one).unwrap();
+    store.put_tenant(&two).unwrap();
+    let mut first = sample_connection(&one.id, "c1", 1);
+    let second = sample_connection(&one.id, "c2", 2);
+    let other = sample_connection(&two.id, "c3", 0);
+    for connection in [&second, &first, &other] {
+        store.put_connection(connection).unwrap();
+    }
+    let ids = |list: Vec<crate::records::ConnectionRecord>| {
+        list.into_iter().map(|c| c.id).collect::<Vec<_>>()
+    };
+    assert_eq!(ids(store.connections(&one.id).unwrap()), ["c1", "c2"]);
+    assert_eq!(ids(store.connections(&two.id).unwrap()), ["c3"]);
+    assert_eq!(store.all_connections().unwrap().len(), 3);
+    assert!(
+        store.connection(&two.id, "c1").unwrap().is_none(),
+        "another tenant's id is not found"
+    );
+    first.status = crate::records::ConnectionStatus::Paused;
+    first.consecutive_failures = 5;
+    store.put_connection(&first).unwrap();
+    assert_eq!(store.connection(&one.id, "c1").unwrap().unwrap(), first);
+
+    for (n, id) in [
+        "0190a000-0000-7000-8000-000000000001",
+        "0190a000-0000-7000-8000-000000000002",
+        "0190a000-0000-7000-8000-000000000003",
+    ]
+    .iter()
+    .enumerate()
+    {
+        store.put_run(&sample_run(&first, id, n as u32)).unwrap();
+    }
+    store
+        .put_run(&sample_run(
+            &second,
+            "0190a000-0000-7000-8000-000000000009",
+            9,
+        ))
+        .unwrap();
+    let runs = store.runs(&one.id, "c1", 20).unwrap();
+    assert_eq!(
+        runs.iter().map(|r| r.synced_count).collect::<Vec<_>>(),
+        [2, 1, 0],
+        "newest first"
+    );
+    assert_eq!(store.runs(&one.id, "c1", 1).unwrap()[0].synced_count, 2);
+    let since = Utc.with_ymd_and_hms(2026, 3, 2, 9, 1, 0).unwrap();
+    assert_eq!(
+        store.runs_since(since).unwrap().len(),
+        3,
+        "runs at or after the time, every connection"
+    );
+    assert_eq!(store.trim_runs(&one.id, "c1", 2).unwrap(), 1);
+    assert_eq!(store.runs(&one.id, "c1", 20).unwrap().len(), 2);
+
+    let record = |id: &str| crate::records::SyncedRecord {
+        record_id: id.into(),
+        memory_id: format!("m-{id}"),
+        hash: "h".into(),
+    };
+    store
+        .put_synced_records(&one.id, "c1", &[record("a/1"), record("b")])
+        .unwrap();
+    store
+        .put_synced_records(&one.id, "c2", &[record("a/1")])
+        .unwrap();
+    let asked = ["b".to_owned(), "zzz".to_owned(), "a/1".to_owned()];
+    let found = store.synced_records(&one.id, "c1", &asked).unwrap();
+    assert_eq!(found, [Some(record("b")), None, Some(record("a/1"))]);
+    let mut listed = store.synced_record_ids(&one.id, "c1").unwrap();
+    listed.sort();
+    assert_eq!(listed, ["a/1", "b"]);
+    store
+        .delete_synced_records(&one.id, "c1", &["b".to_owned()])
+        .unwrap();
+    assert_eq!(store.synced_record_ids(&one.id, "c1").unwrap(), ["a/1"]);
+
+    assert!(store.delete_connection(&one.id, "c1").unwrap());
+    assert!(
+        !store.delete_connection(&one.id, "c1").unwrap(),
+        "a second delete finds nothing"
+    );
+    assert!(store.connection(&one.id, "c1").unwrap().is_none());
+    assert!(
+        store.runs(&one.id, "c1", 20).unwrap().is_empty(),
+        "its runs went with it"
+    );
+    assert!(
+        store.synced_record_ids(&one.id, "c1").unwrap().is_empty(),
+        "its records went with it"
+    );
+    assert_eq!(
+        store.synced_record_ids(&one.id, "c2").unwrap(),
+        ["a/1"],
+        "the other connection keeps its own"
+    );
+    assert_eq!(store.runs(&one.id, "c2", 20).unwrap().len(), 1);
+    assert_eq!(ids(store.connections(&two.id).unwrap()), ["c3"]);
+}
+
+/// An OAuth state is taken once; expired ones are pruned.
+pub fn oauth_states_are_taken_once(store: &dyn Store) {
+    let tenant = sample_tenant("oauth");
+    let at = Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap();
+    let state = |hash: &str, expires_minute: u32| crate::records::OAuthStateRecord {
+        state_hash: hash.into(),
+        tenant_id: tenant.id.clone(),
+        key_id: "key-1".into(),
+        provider: "notion".into(),
+        collection: CollectionName::parse("notes").unwrap(),
+        name: None,
+        container_tag: None,
+        config: json!({}),
+        redirect_uri: "http://127.0.0.1/cb".into(),
+        created_at: at,
+        expires_at: Utc
+            .with_ymd_and_hms(2026, 3, 1, 12, expires_minute, 0)
+            .unwrap(),
+    };
+    store.put_oauth_state(&state("live", 30)).unwrap();
+    store.put_oauth_state(&state("old", 5)).unwrap();
+    assert_eq!(
+        store.take_oauth_state("live").unwrap(),
+        Some(state("live", 30))
+    );
+    assert_eq!(
+        store.take_oauth_state("live").unwrap(),
+        None,
+        "a state is taken once"
+    );
+    assert_eq!(store.take_oauth_state("unknown").unwrap(), None);
+    store.put_oauth_state(&state("live", 30)).unwrap();
+    assert_eq!(
+        store
+            .prune_oauth_states(Utc.with_ymd_and_hms(2026, 3, 1, 12, 10, 0).unwrap())
+            .unwrap(),
+        1
+    );
+    assert!(
+        store.take_oauth_state("old").unwrap().is_none(),
+        "the expired state was pruned"
+    );
+    assert!(store.take_oauth_state("live").unwrap().is_some());
 }

@@ -49,6 +49,7 @@ macro_rules! make_error_codes {
 
 make_error_codes! {
     BodyUnreadable = ("body_unreadable", 400, "The request body could not be read (the connection failed or the body is not valid for its encoding).");
+    OauthStateInvalid = ("oauth_state_invalid", 400, "An OAuth callback whose state is unknown, already used, expired or another provider's; start the connection again.");
     StripeSignatureInvalid = ("stripe_signature_invalid", 400, "A Stripe webhook delivery whose Stripe-Signature is missing, malformed, stale (over 5 minutes) or does not match the body.");
     MissingApiKey = ("missing_api_key", 401, "No API key: the Authorization header is missing or has nothing after 'Bearer'.");
     InternalSecretInvalid = ("internal_secret_invalid", 401, "An internal endpoint was called without its shared secret (X-Memvault-Internal-Secret) or with a wrong one.");
@@ -71,6 +72,7 @@ make_error_codes! {
     GrantNotFound = ("grant_not_found", 404, "The collection has no grant for this agent.");
     JobNotFound = ("job_not_found", 404, "No such extract job.");
     ImportNotFound = ("import_not_found", 404, "No such import in this tenant.");
+    ConnectionNotFound = ("connection_not_found", 404, "No such connection in this tenant.");
     ImageNotFound = ("image_not_found", 404, "The memory has no attached file at this index.");
     BatchNotFound = ("batch_not_found", 404, "No such ingest batch (or batch item) in this tenant.");
     BlobNotFound = ("blob_not_found", 404, "No file is stored under this presigned URL's key (it was deleted, or never uploaded).");
@@ -98,10 +100,13 @@ make_error_codes! {
     StorageTargetRejected = ("storage_target_rejected", 422, "The storage endpoint is or resolves to a private, loopback, link-local or metadata address.");
     StorageSelfTestFailed = ("storage_self_test_failed", 422, "The storage self-test (put, read back, delete a probe object) failed, so the configuration was not saved.");
     ConfirmMismatch = ("confirm_mismatch", 422, "An irreversible request's `confirm` is not exactly what it must be (for delete-account, the account's name); nothing was done.");
+    ProviderNotSupported = ("provider_not_supported", 422, "The provider is not synced server-side (postgres: see the README's self-hosted recipe), or has no OAuth flow (linear, confluence and hubspot take their token in the create body).");
+    ConnectionTargetRejected = ("connection_target_rejected", 422, "Confluence's config.base_url is not http(s) with a host, or is or resolves to a private, loopback, link-local or metadata address.");
     ModelNotOffered = ("model_not_offered", 422, "The chat proxy's model is neither the server LLM's model nor one priced for it.");
     RateLimited = ("rate_limited", 429, "The API key is over its rate limit; retry after Retry-After seconds.");
     InternalError = ("internal_error", 500, "An unexpected failure; the detail says only \"internal error\" and the cause is logged.");
     UpstreamFailed = ("upstream_failed", 502, "An LLM the request depends on failed or answered nonsense.");
+    ConnectorUpstreamFailed = ("connector_upstream_failed", 502, "The provider's OAuth token endpoint failed or refused the code; the detail has its answer.");
     BillingUpstreamFailed = ("billing_upstream_failed", 502, "Stripe failed or refused the call; the detail has its message.");
     ActorUnavailable = ("actor_unavailable", 503, "The part of the service that owns the resource is restarting, stopped or could not start; retry shortly.");
     TaskFailed = ("task_failed", 503, "Background work the request waited for did not complete; retry shortly.");
@@ -111,6 +116,7 @@ make_error_codes! {
     ExtractionUnavailable = ("extraction_unavailable", 503, "The extraction queue is not running.");
     StorageUnavailable = ("storage_unavailable", 503, "The file storage (local directory or S3 bucket) failed; retry shortly.");
     MailNotConfigured = ("mail_not_configured", 503, "The server sends no mail, so signup and key recovery are off.");
+    OauthNotConfigured = ("oauth_not_configured", 503, "The server has no OAuth app for this provider (connectors.<provider>.client_id and client_secret).");
     BillingNotConfigured = ("billing_not_configured", 503, "Billing is off on this server: no Stripe secret key, price or webhook secret is configured.");
     InternalNotConfigured = ("internal_not_configured", 503, "The internal endpoint is off: the server has no shared secret for it (e.g. internal.embed_secret).");
     InboundNotConfigured = ("inbound_not_configured", 503, "Mail-in is off: the server has no shared secret for the relay's handoff (email.inbound_secret).");

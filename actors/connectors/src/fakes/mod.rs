@@ -410,10 +410,10 @@ pub fn uuid_id(_: &mut State) -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-mod google;
 pub mod confluence;
 pub mod gdrive;
 pub mod gmail;
+mod google;
 pub mod hubspot;
 pub mod linear;
 pub mod notion;

@@ -5,10 +5,10 @@ use serde_json::Value;
 
 use crate::provider::{Provider, ProviderKind};
 
-mod google;
 pub mod confluence;
 pub mod gdrive;
 pub mod gmail;
+mod google;
 pub mod hubspot;
 pub mod linear;
 pub mod notion;

@@ -8,6 +8,7 @@ mod audit;
 mod billing;
 mod changes;
 mod collections;
+mod connections;
 mod email;
 mod files;
 pub mod intelligence;
@@ -42,6 +43,7 @@ pub use audit::AuditTrail;
 pub use billing::{Billing, EventOutcome, ReturnUrls};
 pub use changes::CollectionChanges;
 pub use collections::{CollectionView, Collections};
+pub use connections::{ConnectionView, Connections, NewConnection, ProviderRuns, SyncOutcome};
 pub use email::{DropAddress, Email, Inbound};
 pub use files::{
     CompletedUpload, Download, FileResult, Files, Incoming, StagedFile, UploadSpec, UploadTicket,
@@ -117,6 +119,8 @@ pub struct ServiceConfig {
     pub tiers: crate::account::Tiers,
     /// Mail-in: the drop addresses' domain.
     pub email: crate::email::EmailSettings,
+    /// Managed connectors: provider API roots, OAuth apps, the scheduler.
+    pub connectors: crate::connectors::ConnectorSettings,
 }
 
 /// The blob store files go to, and the signer that checks the presigned URLs memvault
@@ -176,6 +180,7 @@ impl Default for ServiceConfig {
             billing: crate::billing::BillingSettings::default(),
             tiers: crate::account::Tiers::default(),
             email: crate::email::EmailSettings::default(),
+            connectors: crate::connectors::ConnectorSettings::default(),
         }
     }
 }
@@ -425,6 +430,12 @@ struct Inner {
     metrics: Metrics,
     /// Every tenant's audit log (queued, written in batches).
     audit: AuditLog,
+    /// The paced client every connector calls its provider through.
+    connector_http: memvault_connectors::Http,
+    /// One lock per connection: its runs never overlap.
+    connector_locks: crate::connectors::RunLocks,
+    /// Scheduled runs at once.
+    connector_runs: Arc<tokio::sync::Semaphore>,
     config: ServiceConfig,
 }
 
@@ -552,6 +563,11 @@ impl Memvault {
                 scheduler,
                 metrics: Metrics::new(),
                 audit,
+                connector_http: memvault_connectors::Http::standard(),
+                connector_locks: crate::connectors::RunLocks::default(),
+                connector_runs: Arc::new(tokio::sync::Semaphore::new(
+                    config.connectors.concurrent_runs.max(1),
+                )),
                 config,
             }),
         };
@@ -559,6 +575,7 @@ impl Memvault {
         service.start_ingest().await?;
         service.start_erasure().await?;
         service.start_import().await?;
+        service.schedule_connectors();
         Ok(service)
     }
 
@@ -620,6 +637,29 @@ impl Memvault {
         let queue = start_queue(kind, 1, "the import queue").await?;
         let _ = self.inner.import.set(queue);
         Ok(())
+    }
+
+    /// The connector scheduler: every tick, each due connection that is not running is
+    /// synced (its checkpoint resumes a run a crash cut short).
+    fn schedule_connectors(&self) {
+        let weak = Arc::downgrade(&self.inner);
+        self.inner.scheduler.every(
+            Recurring {
+                name: "connector_sync",
+                period: self.inner.config.connectors.tick,
+                jitter: self.inner.config.connectors.tick / 10,
+                run_at_start: true,
+            },
+            move || {
+                let weak = weak.clone();
+                async move {
+                    match weak.upgrade() {
+                        Some(inner) => Memvault { inner }.connections().tick().await,
+                        None => Ok(()),
+                    }
+                }
+            },
+        );
     }
 
     /// The import queue (started with the service).
@@ -847,6 +887,11 @@ impl Memvault {
     /// Stripe checkout, portal and webhook events.
     pub fn billing(&self) -> Billing {
         Billing { root: self.clone() }
+    }
+
+    /// Managed connectors: connections, syncs, runs, OAuth.
+    pub fn connections(&self) -> Connections {
+        Connections { root: self.clone() }
     }
 
     /// Mail-in: drop addresses, the sender allowlist, the relay's handoff.

@@ -1,0 +1,132 @@
+//! Managed connectors inside the service: the settings from `[connectors]`, the per
+//! connection run lock, and the scheduler's choice of what is due. The providers, the sync
+//! engine and OAuth are in `memvault-connectors`; the service's use cases are
+//! `service::Connections`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use dashmap::DashMap;
+use memvault_connectors::oauth::App;
+use memvault_connectors::ProviderKind;
+use memvault_storage::{ConnectionRecord, ConnectionStatus};
+use rand::Rng;
+
+/// Consecutive failed syncs after which a connection is paused (SPEC: Limits).
+pub const AUTO_PAUSE_AFTER: u32 = 5;
+/// The default interval between scheduled syncs.
+pub const DEFAULT_INTERVAL_MINUTES: u64 = 60;
+/// Runs kept per connection (older ones are trimmed).
+pub const RUNS_KEPT: usize = 200;
+
+/// One provider's section of `[connectors.<provider>]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderSettings {
+    /// The API root; None: the provider's real one.
+    pub base_url: Option<String>,
+    /// The OAuth app, when one is configured (client id and secret both set).
+    pub app: Option<App>,
+}
+
+/// `[connectors]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectorSettings {
+    pub providers: BTreeMap<ProviderKind, ProviderSettings>,
+    /// Lets Confluence's `config.base_url` be a loopback or private address (tests).
+    pub allow_private_targets: bool,
+    /// How often the scheduler looks for due connections.
+    pub tick: Duration,
+    /// How often a connection's records are reconciled with the source (deletions).
+    pub reconcile_every: Duration,
+    /// Pages one run walks before it stops and resumes at the next tick (0: no cap).
+    pub max_pages_per_run: u64,
+    /// Runs at once across the server.
+    pub concurrent_runs: usize,
+    /// How long an OAuth start's state stays valid.
+    pub oauth_state_ttl: Duration,
+    /// `server.public_url`: the OAuth callbacks and the dashboard are under it.
+    pub public_url: String,
+}
+
+impl Default for ConnectorSettings {
+    fn default() -> Self {
+        ConnectorSettings {
+            providers: BTreeMap::new(),
+            allow_private_targets: false,
+            tick: Duration::from_secs(30),
+            reconcile_every: Duration::from_secs(24 * 3600),
+            max_pages_per_run: 0,
+            concurrent_runs: 4,
+            oauth_state_ttl: Duration::from_secs(600),
+            public_url: "http://127.0.0.1:8420".to_owned(),
+        }
+    }
+}
+
+impl ConnectorSettings {
+    /// The API root of `kind`.
+    pub fn base_url(&self, kind: ProviderKind) -> String {
+        self.providers
+            .get(&kind)
+            .and_then(|settings| settings.base_url.clone())
+            .unwrap_or_else(|| kind.default_base_url().to_owned())
+            .trim_end_matches('/')
+            .to_owned()
+    }
+
+    pub fn app(&self, kind: ProviderKind) -> Option<&App> {
+        self.providers
+            .get(&kind)
+            .and_then(|settings| settings.app.as_ref())
+    }
+}
+
+/// The sync interval a connection asked for (`config.sync_interval_minutes`, default 60).
+pub fn interval_of(connection: &ConnectionRecord) -> Duration {
+    let minutes = connection.config["sync_interval_minutes"]
+        .as_u64()
+        .filter(|minutes| *minutes >= 1)
+        .unwrap_or(DEFAULT_INTERVAL_MINUTES);
+    Duration::from_secs(minutes * 60)
+}
+
+/// The next scheduled sync: the interval from `now`, give or take 10 %.
+pub fn next_due(connection: &ConnectionRecord, now: DateTime<Utc>) -> DateTime<Utc> {
+    let roll: f64 = rand::thread_rng().gen_range(0.9..1.1);
+    now + chrono::Duration::from_std(interval_of(connection).mul_f64(roll)).unwrap_or_default()
+}
+
+/// After a failure: sooner than the interval, doubling with each consecutive failure
+/// (1, 2, 4, ... minutes), never later than the interval, with jitter.
+pub fn retry_due(connection: &ConnectionRecord, now: DateTime<Utc>) -> DateTime<Utc> {
+    let backoff = Duration::from_secs(60)
+        * 2u32.saturating_pow(connection.consecutive_failures.saturating_sub(1).min(10));
+    let wait = backoff.min(interval_of(connection));
+    let roll: f64 = rand::thread_rng().gen_range(0.5..1.0);
+    now + chrono::Duration::from_std(wait.mul_f64(roll)).unwrap_or_default()
+}
+
+/// Whether the scheduler syncs the connection now: it is active or in error (not paused),
+/// and due, or a run of it was cut short (its checkpoint resumes).
+pub fn is_due(connection: &ConnectionRecord, now: DateTime<Utc>) -> bool {
+    if connection.status == ConnectionStatus::Paused {
+        return false;
+    }
+    connection.checkpoint.is_some() || connection.next_sync_at.is_some_and(|due| due <= now)
+}
+
+/// One lock per connection: its runs (scheduled or manual) never overlap.
+#[derive(Debug, Default)]
+pub struct RunLocks(DashMap<String, Arc<tokio::sync::Mutex<()>>>);
+
+impl RunLocks {
+    pub fn of(&self, connection: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.0.entry(connection.to_owned()).or_default().clone()
+    }
+
+    pub fn forget(&self, connection: &str) {
+        self.0.remove(connection);
+    }
+}
