@@ -13,8 +13,16 @@ use serde_json::{Map, Value};
 
 use crate::provider::ProviderKind;
 
-/// Items per listing page, whatever the client asks for.
+/// Items per listing page by default, whatever the client asks for.
 pub const PAGE_SIZE: usize = 2;
+
+/// The page size every fake of this process answers with (benchmarks raise it).
+static PAGE_LIMIT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(PAGE_SIZE);
+
+/// Sets the most items a listing page of any fake in this process holds.
+pub fn set_page_size(size: usize) {
+    PAGE_LIMIT.store(size.max(1), std::sync::atomic::Ordering::Relaxed);
+}
 
 const WORDS: [&str; 16] = [
     "amber", "basalt", "cobalt", "dune", "ember", "fjord", "glacier", "harbor", "indigo",
@@ -396,10 +404,11 @@ pub fn bearer(headers: &axum::http::HeaderMap) -> Option<String> {
         .map(|token| token.trim().to_owned())
 }
 
-/// The window of `items` at `start`: at most [`PAGE_SIZE`] (or `asked`, if fewer) and
+/// The window of `items` at `start`: at most the page size (or `asked`, if fewer) and
 /// whether more follow.
 pub fn window<T: Clone>(items: &[T], start: usize, asked: Option<usize>) -> (Vec<T>, bool) {
-    let size = asked.unwrap_or(PAGE_SIZE).clamp(1, PAGE_SIZE);
+    let limit = PAGE_LIMIT.load(std::sync::atomic::Ordering::Relaxed);
+    let size = asked.unwrap_or(limit).clamp(1, limit);
     let start = start.min(items.len());
     let end = (start + size).min(items.len());
     (items[start..end].to_vec(), end < items.len())
