@@ -9,6 +9,7 @@ mod account;
 mod basics;
 mod billing;
 mod collections;
+mod connectors;
 mod durability;
 mod email;
 mod erasure;

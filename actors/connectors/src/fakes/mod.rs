@@ -426,6 +426,7 @@ mod google;
 pub mod hubspot;
 pub mod linear;
 pub mod notion;
+pub mod oauth;
 pub mod slack;
 
 const TITLES: [&str; 6] = [

@@ -163,9 +163,11 @@ fn check_config(config: &Map<String, Value>) -> Result<()> {
     if let Some(interval) = config.get("sync_interval_minutes") {
         match interval.as_u64() {
             Some(minutes) if (1..=MAX_INTERVAL_MINUTES).contains(&minutes) => {}
-            _ => return Err(Error::Invalid(format!(
+            _ => {
+                return Err(Error::Invalid(format!(
                 "config.sync_interval_minutes must be an integer from 1 to {MAX_INTERVAL_MINUTES}"
-            ))),
+            )))
+            }
         }
     }
     Ok(())
@@ -505,7 +507,7 @@ impl Connections {
         });
         // The first complete sync needs none: it stored what exists.
         if attempt.report.complete && due {
-            if record.last_reconciled_at.is_some() || attempt.report.cursor != cursor_of(record) {
+            if record.last_reconciled_at.is_some() {
                 attempt.reconciled = engine::reconcile(implementation, &cx, &sink)
                     .await
                     .map_err(|error| {
