@@ -236,11 +236,11 @@ pub async fn list(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
 pub struct ConnectionPath {
-    pub id: String,
+    pub connection_id: String,
 }
 
 /// One connection.
-#[utoipa::path(get, path = "/{id}", tag = "connectors",
+#[utoipa::path(get, path = "/{connection_id}", tag = "connectors",
     params(ConnectionPath),
     responses((status = 200, body = ConnectionResponse), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody)),
@@ -250,7 +250,7 @@ pub async fn get_one(
     Authenticated(agent): Authenticated,
     ApiPath(path): ApiPath<ConnectionPath>,
 ) -> ApiResult<Json<ConnectionResponse>> {
-    Ok(Json(connections.get(&agent, &path.id).await?.into()))
+    Ok(Json(connections.get(&agent, &path.connection_id).await?.into()))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -261,7 +261,7 @@ pub struct DeleteQuery {
 }
 
 /// Removes the connection with its runs (a run in progress finishes first).
-#[utoipa::path(delete, path = "/{id}", tag = "connectors",
+#[utoipa::path(delete, path = "/{connection_id}", tag = "connectors",
     params(ConnectionPath, DeleteQuery),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody)),
@@ -273,7 +273,7 @@ pub async fn delete(
     ApiQuery(query): ApiQuery<DeleteQuery>,
 ) -> ApiResult<StatusCode> {
     connections
-        .delete(&agent, &path.id, query.delete_memories.unwrap_or(false))
+        .delete(&agent, &path.connection_id, query.delete_memories.unwrap_or(false))
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -281,7 +281,7 @@ pub async fn delete(
 /// Syncs now: records changed since the cursor become memories (edited ones are updated,
 /// unchanged ones skipped). Waits for a run in progress. A sync the provider refuses
 /// answers 200 with status `error` (or `paused` after 5 in a row) and its `error`.
-#[utoipa::path(post, path = "/{id}/sync", tag = "connectors",
+#[utoipa::path(post, path = "/{connection_id}/sync", tag = "connectors",
     params(ConnectionPath),
     responses((status = 200, body = SyncResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)),
@@ -291,7 +291,7 @@ pub async fn sync(
     Writer(agent): Writer,
     ApiPath(path): ApiPath<ConnectionPath>,
 ) -> ApiResult<Json<SyncResponse>> {
-    Ok(Json(connections.sync(&agent, &path.id).await?.into()))
+    Ok(Json(connections.sync(&agent, &path.connection_id).await?.into()))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -302,7 +302,7 @@ pub struct RunsQuery {
 }
 
 /// The connection's sync runs, newest first.
-#[utoipa::path(get, path = "/{id}/runs", tag = "connectors",
+#[utoipa::path(get, path = "/{connection_id}/runs", tag = "connectors",
     params(ConnectionPath, RunsQuery),
     responses((status = 200, body = [RunResponse]), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
@@ -322,7 +322,7 @@ pub async fn runs(
             )))
         }
     };
-    let runs = connections.runs(&agent, &path.id, limit).await?;
+    let runs = connections.runs(&agent, &path.connection_id, limit).await?;
     Ok(Json(runs.into_iter().map(Into::into).collect()))
 }
 

@@ -12,7 +12,7 @@ use crate::support::unique;
 /// suites, because one request there reaches many collections: MCP tools
 /// (tests/integration/mcp.rs) and the chat proxy, which needs an LLM upstream
 /// (tests/integration/proxy.rs); and the file routes, whose bodies are multipart.
-pub(super) const OWN_SUITES: [(&str, &str); 18] = [
+pub(super) const OWN_SUITES: [(&str, &str); 25] = [
     ("POST", "/v1/mcp"),
     ("POST", "/v1/proxy/chat/completions"),
     // The file routes: multipart bodies and batch ids made by earlier requests. Their
@@ -54,6 +54,17 @@ pub(super) const OWN_SUITES: [(&str, &str); 18] = [
     // Erases the caller's own account; tests/integration/erasure.rs checks that other
     // tenants survive and that read-only keys, agent keys and no key are refused.
     ("POST", "/v1/memory/admin/delete-account"),
+    // Managed connectors: a success needs a provider (a fake of it). Another tenant's
+    // connection is 404 to every route, read-only keys cannot create, sync, delete or
+    // start OAuth, and no key is 401: tests/integration/connectors.rs (refusals) and the
+    // `connectors` conformance area.
+    ("POST", "/v1/memory/connections"),
+    ("GET", "/v1/memory/connections"),
+    ("GET", "/v1/memory/connections/{connection_id}"),
+    ("DELETE", "/v1/memory/connections/{connection_id}"),
+    ("POST", "/v1/memory/connections/{connection_id}/sync"),
+    ("GET", "/v1/memory/connections/{connection_id}/runs"),
+    ("GET", "/v1/memory/connections/oauth/{provider}/start"),
     ("POST", "/v1/memory/ingest/batch/{batch_id}/retry"),
     (
         "DELETE",
@@ -66,7 +77,7 @@ pub(super) const OWN_SUITES: [(&str, &str); 18] = [
 /// file a presigned URL's signature names (`/v1/blobs/{key}`; tampered, expired and
 /// other-key URLs are refused in tests/integration/files.rs and the `files` conformance
 /// area).
-pub(super) const PUBLIC: [(&str, &str); 13] = [
+pub(super) const PUBLIC: [(&str, &str); 14] = [
     ("GET", "/v1/memory/health"),
     ("GET", "/v1/status"),
     ("POST", "/v1/pulse"),
@@ -84,6 +95,9 @@ pub(super) const PUBLIC: [(&str, &str); 13] = [
     ("POST", "/v1/memory/email/inbound"),
     // Stripe signs it: tests/integration/billing.rs.
     ("POST", "/v1/memory/stripe/webhook"),
+    // The browser's return from the provider: the single-use state names the tenant; a
+    // made-up or replayed state is 400: tests/integration/connectors.rs.
+    ("GET", "/v1/memory/connections/oauth/{provider}/callback"),
 ];
 
 /// The webhook the owner's own case sets: a public address literal, so the SSRF guard
