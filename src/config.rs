@@ -929,6 +929,44 @@ mod tests {
     }
 
     #[test]
+    fn a_subsection_comes_from_the_environment() {
+        let config = Config::load(
+            None,
+            Path::new("/nonexistent/config.toml"),
+            env(&[
+                (
+                    "MEMVAULT__CONNECTORS__SLACK__BASE_URL",
+                    "http://127.0.0.1:9/slack",
+                ),
+                ("MEMVAULT__CONNECTORS__GDRIVE__CLIENT_ID", "drive-client"),
+                ("MEMVAULT__CONNECTORS__TICK_SECS", "5"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            config.connectors.slack.base_url.as_deref(),
+            Some("http://127.0.0.1:9/slack")
+        );
+        assert_eq!(
+            config.connectors.gdrive.client_id.as_deref(),
+            Some("drive-client")
+        );
+        assert_eq!(config.connectors.tick_secs, 5);
+        let four = Config::load(
+            None,
+            Path::new("/nonexistent/config.toml"),
+            env(&[("MEMVAULT__A__B__C__D", "1")]),
+        );
+        assert!(four.is_err(), "four parts are refused");
+        let unknown = Config::load(
+            None,
+            Path::new("/nonexistent/config.toml"),
+            env(&[("MEMVAULT__CONNECTORS__DROPBOX__BASE_URL", "x")]),
+        );
+        assert!(unknown.is_err(), "an unknown provider section is refused");
+    }
+
+    #[test]
     fn email_domain_and_secret_come_from_the_environment_and_the_domain_is_checked() {
         let config = Config::load(None, Path::new("none"), env(&[])).unwrap();
         assert_eq!(config.email.domain, "in.localhost");

@@ -250,7 +250,9 @@ pub async fn get_one(
     Authenticated(agent): Authenticated,
     ApiPath(path): ApiPath<ConnectionPath>,
 ) -> ApiResult<Json<ConnectionResponse>> {
-    Ok(Json(connections.get(&agent, &path.connection_id).await?.into()))
+    Ok(Json(
+        connections.get(&agent, &path.connection_id).await?.into(),
+    ))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -273,7 +275,11 @@ pub async fn delete(
     ApiQuery(query): ApiQuery<DeleteQuery>,
 ) -> ApiResult<StatusCode> {
     connections
-        .delete(&agent, &path.connection_id, query.delete_memories.unwrap_or(false))
+        .delete(
+            &agent,
+            &path.connection_id,
+            query.delete_memories.unwrap_or(false),
+        )
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -291,7 +297,9 @@ pub async fn sync(
     Writer(agent): Writer,
     ApiPath(path): ApiPath<ConnectionPath>,
 ) -> ApiResult<Json<SyncResponse>> {
-    Ok(Json(connections.sync(&agent, &path.connection_id).await?.into()))
+    Ok(Json(
+        connections.sync(&agent, &path.connection_id).await?.into(),
+    ))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -438,13 +438,25 @@ fn refusals_are_clear_and_touch_nothing() {
     expect_error(anonymous.get(CONNECTIONS), 401);
     expect_error(anonymous.post(CONNECTIONS, &good), 401);
     expect_error(anonymous.get(&format!("{CONNECTIONS}/{id}")), 401);
-    expect_error(anonymous.post(&format!("{CONNECTIONS}/{id}/sync"), &json!({})), 401);
+    expect_error(
+        anonymous.post(&format!("{CONNECTIONS}/{id}/sync"), &json!({})),
+        401,
+    );
     expect_error(anonymous.get(&format!("{CONNECTIONS}/{id}/runs")), 401);
     expect_error(anonymous.delete(&format!("{CONNECTIONS}/{id}")), 401);
-    expect_error(anonymous.get(&format!("{CONNECTIONS}/oauth/notion/start?collection=docs")), 401);
+    expect_error(
+        anonymous.get(&format!("{CONNECTIONS}/oauth/notion/start?collection=docs")),
+        401,
+    );
     expect_error(stranger.get(&format!("{CONNECTIONS}/{id}/runs")), 404);
-    expect_error(reader.get(&format!("{CONNECTIONS}/oauth/notion/start?collection=docs")), 403);
-    assert!(runs(&reader, &id, "").is_empty(), "a read-only key reads the runs");
+    expect_error(
+        reader.get(&format!("{CONNECTIONS}/oauth/notion/start?collection=docs")),
+        403,
+    );
+    assert!(
+        runs(&reader, &id, "").is_empty(),
+        "a read-only key reads the runs"
+    );
     expect_error(
         client.get(&format!("{CONNECTIONS}/no-such-connection")),
         404,

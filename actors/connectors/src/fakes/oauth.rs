@@ -206,7 +206,7 @@ async fn token(
         issued: None,
     };
     let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
-    let refused = |reason: &str| failure(shared.kind, reason);
+    let refused = |reason: &'static str| Err::<bool, &'static str>(reason);
     let answer = if !client_ok {
         refused("invalid_client")
     } else if grant_type == "authorization_code" {
@@ -232,7 +232,7 @@ async fn token(
         refused("unsupported_grant_type")
     };
     let response = match answer {
-        Err(response) => response,
+        Err(reason) => failure(shared.kind, reason),
         Ok(with_refresh) => {
             let access = format!("{}-access-{}", shared.kind, rand::random::<u64>());
             let expires = shared
@@ -269,18 +269,18 @@ async fn token(
     response
 }
 
-fn failure(kind: ProviderKind, reason: &str) -> Result<bool, Response> {
+fn failure(kind: ProviderKind, reason: &str) -> Response {
     if kind == ProviderKind::Slack {
-        return Err(Json(json!({"ok": false, "error": reason})).into_response());
+        return Json(json!({"ok": false, "error": reason})).into_response();
     }
     let status = if reason == "invalid_client" {
         StatusCode::UNAUTHORIZED
     } else {
         StatusCode::BAD_REQUEST
     };
-    Err((
+    (
         status,
         Json(json!({"error": reason, "error_description": "refused by the fake"})),
     )
-        .into_response())
+        .into_response()
 }

@@ -317,7 +317,7 @@ impl Connections {
         self.load(&agent.tenant_id, id).await?;
         let store = self.store();
         let (tenant, wanted) = (agent.tenant_id.clone(), id.to_owned());
-        Ok(blocking(move || store.runs(&tenant, &wanted, limit)).await?)
+        blocking(move || store.runs(&tenant, &wanted, limit)).await
     }
 
     /// Syncs now (waiting for a run in progress to finish first). A sync the provider
