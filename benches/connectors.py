@@ -20,7 +20,9 @@ part of a sync's wall time. A provider whose first sync would need more than PAC
 
 Phase 2: a fresh server and a fresh fake (linear; BIG_PROVIDER=hubspot to change) with `big`
 records; one first sync, sampling the server's RSS every 0.5 s: the baseline before the
-sync, the samples, the peak (VmHWM) and the RSS at the end.
+sync, the samples, the peak (VmHWM) and the RSS at the end. big=0 skips it.
+
+ONLY=slack,linear limits phase 1 to those providers.
 """
 import json, math, os, shutil, socket, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.request
@@ -221,7 +223,11 @@ print(f"memvault connectors bench: {per_provider} records per provider (paced ca
       f"big sync {big} on {BIG_PROVIDER}; {os.cpu_count()} cpus", flush=True)
 
 # ---- Phase 1: every provider, one server ----
-counts = {p: records_for(p, per_provider) for p in PROVIDERS}
+only = [p for p in os.environ.get("ONLY", "").split(",") if p]
+unknown = [p for p in only if p not in PROVIDERS]
+if unknown:
+    sys.exit(f"ONLY names unknown providers: {unknown}")
+counts = {p: records_for(p, per_provider) for p in PROVIDERS if not only or p in only}
 for p, n in counts.items():
     if n < per_provider:
         print(f"note: {p} gets {n} records, not {per_provider}: at its production budget "
@@ -267,6 +273,19 @@ print(f"server peak RSS over phase 1: {phase1_peak:.0f} MiB")
 
 # ---- Phase 2: one big sync in a fresh server ----
 print()
+
+
+def finish():
+    if problems:
+        print("\nPROBLEMS:")
+        for problem in problems:
+            print("  " + problem)
+        sys.exit(1)
+
+
+if big <= 0:
+    finish()
+    sys.exit(0)
 fake = FakeProvider(BIG_PROVIDER, big)
 server = Server([fake])
 connection = server.connect(fake)
@@ -303,8 +322,4 @@ table(["baseline RSS", "peak RSS (VmHWM)", "max sampled RSS", "end RSS", "baseli
 print("RSS over the sync: " + ", ".join(f"{t:.0f}s {r:.0f} MiB" for t, r in quarter))
 server.stop()
 fake.stop()
-if problems:
-    print("\nPROBLEMS:")
-    for problem in problems:
-        print("  " + problem)
-    sys.exit(1)
+finish()
