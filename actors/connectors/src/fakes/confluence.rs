@@ -305,7 +305,9 @@ async fn search(
                 "cursor",
                 &base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("s:{next}")),
             )
-            .append_pair("limit", &super::PAGE_SIZE.to_string())
+            // The limit asked for, as far as the page size allows (Confluence's own next
+            // link repeats the effective limit).
+            .append_pair("limit", &limit.clamp(1, super::page_size()).to_string())
             .append_pair("start", &next.to_string())
             .append_pair("cql", cql);
         if !expand_raw.is_empty() {
@@ -315,7 +317,7 @@ async fn search(
     }
     Json(json!({
         "results": page.iter().map(|record| content(&site, record, &expand)).collect::<Vec<_>>(),
-        "start": start, "limit": limit.min(super::PAGE_SIZE), "size": page.len(),
+        "start": start, "limit": limit.clamp(1, super::page_size()), "size": page.len(),
         "totalSize": records.len(), "cqlQuery": cql, "searchDuration": 7, "_links": links,
     }))
     .into_response()

@@ -24,6 +24,11 @@ pub fn set_page_size(size: usize) {
     PAGE_LIMIT.store(size.max(1), std::sync::atomic::Ordering::Relaxed);
 }
 
+/// The most items a listing page of any fake in this process holds now.
+pub fn page_size() -> usize {
+    PAGE_LIMIT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 const WORDS: [&str; 16] = [
     "amber", "basalt", "cobalt", "dune", "ember", "fjord", "glacier", "harbor", "indigo",
     "juniper", "kelp", "lagoon", "meadow", "nimbus", "orchid", "prairie",
@@ -407,7 +412,7 @@ pub fn bearer(headers: &axum::http::HeaderMap) -> Option<String> {
 /// The window of `items` at `start`: at most the page size (or `asked`, if fewer) and
 /// whether more follow.
 pub fn window<T: Clone>(items: &[T], start: usize, asked: Option<usize>) -> (Vec<T>, bool) {
-    let limit = PAGE_LIMIT.load(std::sync::atomic::Ordering::Relaxed);
+    let limit = page_size();
     let size = asked.unwrap_or(limit).clamp(1, limit);
     let start = start.min(items.len());
     let end = (start + size).min(items.len());
