@@ -109,12 +109,14 @@ pub fn retry_due(connection: &ConnectionRecord, now: DateTime<Utc>) -> DateTime<
 }
 
 /// Whether the scheduler syncs the connection now: it is active or in error (not paused),
-/// and due, or a run of it was cut short (its checkpoint resumes).
+/// and due; or it is active and a run of it was cut short by a crash or the page cap (its
+/// checkpoint resumes at once). A failed run's checkpoint waits for the retry time.
 pub fn is_due(connection: &ConnectionRecord, now: DateTime<Utc>) -> bool {
-    if connection.status == ConnectionStatus::Paused {
-        return false;
+    match connection.status {
+        ConnectionStatus::Paused => false,
+        ConnectionStatus::Active if connection.checkpoint.is_some() => true,
+        _ => connection.next_sync_at.is_some_and(|due| due <= now),
     }
-    connection.checkpoint.is_some() || connection.next_sync_at.is_some_and(|due| due <= now)
 }
 
 /// One lock per connection: its runs (scheduled or manual) never overlap.
@@ -128,5 +130,93 @@ impl RunLocks {
 
     pub fn forget(&self, connection: &str) {
         self.0.remove(connection);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memvault_storage::{CollectionName, TenantId};
+    use serde_json::json;
+
+    fn connection(
+        status: ConnectionStatus,
+        checkpoint: bool,
+        due_in_minutes: i64,
+    ) -> ConnectionRecord {
+        let now = Utc::now();
+        ConnectionRecord {
+            id: "c".into(),
+            tenant_id: TenantId::generate(),
+            provider: "linear".into(),
+            name: None,
+            collection: CollectionName::parse("issues").unwrap(),
+            container_tag: None,
+            config: json!({"sync_interval_minutes": 10}),
+            credentials: String::new(),
+            key_id: "k".into(),
+            status,
+            last_error: None,
+            consecutive_failures: 0,
+            cursor: json!({}),
+            checkpoint: checkpoint.then(|| json!({})),
+            created_at: now,
+            updated_at: now,
+            last_sync_at: None,
+            next_sync_at: Some(now + chrono::Duration::minutes(due_in_minutes)),
+            last_reconciled_at: None,
+        }
+    }
+
+    #[test]
+    fn paused_connections_are_never_due_and_cut_runs_resume_at_once() {
+        let now = Utc::now();
+        assert!(!is_due(
+            &connection(ConnectionStatus::Paused, true, -5),
+            now
+        ));
+        assert!(is_due(
+            &connection(ConnectionStatus::Active, false, -1),
+            now
+        ));
+        assert!(!is_due(
+            &connection(ConnectionStatus::Active, false, 5),
+            now
+        ));
+        assert!(
+            is_due(&connection(ConnectionStatus::Active, true, 5), now),
+            "a cut run resumes at once"
+        );
+        assert!(
+            !is_due(&connection(ConnectionStatus::Error, true, 5), now),
+            "a failed run waits for its retry"
+        );
+        assert!(is_due(&connection(ConnectionStatus::Error, true, -1), now));
+    }
+
+    #[test]
+    fn schedules_follow_the_interval_with_jitter_and_retries_back_off() {
+        let now = Utc::now();
+        let mut record = connection(ConnectionStatus::Active, false, 0);
+        for _ in 0..50 {
+            let wait = (next_due(&record, now) - now).num_seconds();
+            assert!(
+                (540..=660).contains(&wait),
+                "10 minutes give or take 10 %: {wait}"
+            );
+        }
+        record.consecutive_failures = 1;
+        assert!((retry_due(&record, now) - now).num_seconds() <= 60);
+        record.consecutive_failures = 10;
+        assert!(
+            (retry_due(&record, now) - now).num_seconds() <= 600,
+            "never later than the interval"
+        );
+        record.config = json!({});
+        assert_eq!(
+            interval_of(&record),
+            Duration::from_secs(3600),
+            "60 minutes by default"
+        );
     }
 }

@@ -413,9 +413,14 @@ impl Connections {
                 return Ok(());
             };
             let mut record = record;
-            // The checkpoint the sink saved during the run is the newest one.
+            // The checkpoint the sink saved during the run is the newest one; after a second
+            // failure in a row it is dropped, so a checkpoint the provider no longer takes
+            // (an expired page token) cannot hold the connection: the window starts over.
             if run.status != "ok" {
                 record.checkpoint = current.checkpoint;
+            }
+            if run.status == "error" && record.consecutive_failures >= 2 {
+                record.checkpoint = None;
             }
             store.put_connection(&record)?;
             store.put_run(&run)?;
