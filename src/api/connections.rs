@@ -4,9 +4,10 @@
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
+use memvault_core::account::reveal::escape_html;
 use memvault_core::{Authorizer, ConnectionView, Connections, NewConnection, SyncOutcome};
 use memvault_storage::SyncRunRecord;
 use serde::{Deserialize, Serialize};
@@ -15,6 +16,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::account::page;
 use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Writer};
 use super::collections::writable_or_new;
@@ -25,8 +27,6 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 /// Runs listed without a `limit`, and the most one page holds.
 const RUNS_DEFAULT: usize = 20;
 const RUNS_MAX: usize = 200;
-/// Where the OAuth callback sends the browser (under `server.public_url`).
-pub const DASHBOARD_PATH: &str = "/dashboard/connections";
 
 /// Nested at `/v1/memory/connections`.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -40,6 +40,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(oauth_start))
         // The browser comes back without a key: the state names the tenant.
         .routes(routes!(oauth_callback))
+        .routes(routes!(oauth_connected))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -423,10 +424,11 @@ pub struct CallbackQuery {
 
 /// Where the provider sends the browser back (no key: the state names the tenant). The
 /// code is exchanged, the token stored sealed as a new connection, and the browser
-/// redirected (303) to the dashboard. An unknown, used or expired state is 400.
+/// redirected (303) to the landing page (`.../connected?connection={id}` under
+/// `server.public_url`). An unknown, used or expired state is 400.
 #[utoipa::path(get, path = "/oauth/{provider}/callback", tag = "connectors",
     params(ProviderPath, CallbackQuery),
-    responses((status = 303, description = "to the dashboard"), (status = 400, body = ErrorBody),
+    responses((status = 303, description = "to the landing page"), (status = 400, body = ErrorBody),
         (status = 422, body = ErrorBody), (status = 502, body = ErrorBody),
         (status = 503, body = ErrorBody)))]
 pub async fn oauth_callback(
@@ -442,6 +444,38 @@ pub async fn oauth_callback(
             query.error.as_deref(),
         )
         .await?;
-    let location = format!("{DASHBOARD_PATH}?connected={}", view.id);
+    let location = format!(
+        "{}/v1/memory/connections/oauth/{}/connected?connection={}",
+        connections.public_url().trim_end_matches('/'),
+        view.provider,
+        view.id
+    );
     Ok((StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response())
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ConnectedQuery {
+    /// The new connection's id.
+    pub connection: Option<String>,
+}
+
+/// The page the browser lands on after the callback: it says the connection was made and
+/// how to follow it (it shows nothing but the id the redirect carried).
+#[utoipa::path(get, path = "/oauth/{provider}/connected", tag = "connectors",
+    params(ProviderPath, ConnectedQuery),
+    responses((status = 200, description = "the landing page", content_type = "text/html", body = String)))]
+pub async fn oauth_connected(
+    ApiPath(path): ApiPath<ProviderPath>,
+    ApiQuery(query): ApiQuery<ConnectedQuery>,
+) -> Html<String> {
+    let id = query.connection.unwrap_or_default();
+    let body = format!(
+        "<p>memvault is now connected to {provider}. The first sync runs at the next scheduled \
+         time, or at once with <code>POST /v1/memory/connections/{id}/sync</code>.</p>\
+         <p>Connection id: <code>{id}</code>. You can close this window.</p>",
+        provider = escape_html(&path.provider),
+        id = escape_html(&id),
+    );
+    Html(page("Connected", &body))
 }

@@ -539,10 +539,14 @@ fn oauth_connect(server: &TestServer, client: &Client, provider: &str, collectio
         callback.text().unwrap_or_default()
     );
     let location = callback.headers()["location"].to_str().unwrap().to_owned();
-    assert!(
-        location.starts_with("/dashboard/connections?connected="),
-        "{location}"
+    let landing_page = format!(
+        "{}{CONNECTIONS}/oauth/{provider}/connected?connection=",
+        server.base_url
     );
+    assert!(location.starts_with(&landing_page), "{location}");
+    let page = browser.get(&location).send().unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().unwrap().contains("now connected"));
     let replay = browser.get(&landing).send().unwrap();
     assert_eq!(replay.status(), 400, "a state is used once");
     let id = location.rsplit('=').next().unwrap().to_owned();

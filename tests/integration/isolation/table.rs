@@ -77,7 +77,7 @@ pub(super) const OWN_SUITES: [(&str, &str); 25] = [
 /// file a presigned URL's signature names (`/v1/blobs/{key}`; tampered, expired and
 /// other-key URLs are refused in tests/integration/files.rs and the `files` conformance
 /// area).
-pub(super) const PUBLIC: [(&str, &str); 14] = [
+pub(super) const PUBLIC: [(&str, &str); 15] = [
     ("GET", "/v1/memory/health"),
     ("GET", "/v1/status"),
     ("POST", "/v1/pulse"),
@@ -98,6 +98,8 @@ pub(super) const PUBLIC: [(&str, &str); 14] = [
     // The browser's return from the provider: the single-use state names the tenant; a
     // made-up or replayed state is 400: tests/integration/connectors.rs.
     ("GET", "/v1/memory/connections/oauth/{provider}/callback"),
+    // Its landing page: it shows only the id the redirect carried.
+    ("GET", "/v1/memory/connections/oauth/{provider}/connected"),
 ];
 
 /// The webhook the owner's own case sets: a public address literal, so the SSRF guard

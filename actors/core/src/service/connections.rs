@@ -182,6 +182,11 @@ impl Connections {
         &self.root.inner.config.connectors
     }
 
+    /// `server.public_url`: where the OAuth callback and its landing page are.
+    pub fn public_url(&self) -> &str {
+        &self.settings().public_url
+    }
+
     /// Creates a connection writing to the collection `access` opens.
     pub async fn create(
         &self,
