@@ -307,6 +307,7 @@ pub async fn sync(
 #[into_params(parameter_in = Query)]
 pub struct RunsQuery {
     /// 1 to 200; default 20.
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
 }
 
