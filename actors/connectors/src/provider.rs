@@ -102,6 +102,18 @@ impl Credentials {
             .filter(|value| !value.trim().is_empty())
     }
 
+    /// A required non-empty string field, or the message naming it
+    /// (`credentials.{name} is required`).
+    pub fn require(&self, name: &str) -> Result<(), String> {
+        match self.0.get(name) {
+            Some(Value::String(value)) if !value.trim().is_empty() => Ok(()),
+            Some(Value::String(_)) | None | Some(Value::Null) => {
+                Err(format!("credentials.{name} is required"))
+            }
+            Some(_) => Err(format!("credentials.{name} must be a string")),
+        }
+    }
+
     /// The bearer token most providers take.
     pub fn token(&self) -> Option<&str> {
         self.get("token")

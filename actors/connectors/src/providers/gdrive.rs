@@ -21,8 +21,8 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::provider::{
-    require, Change, Context, Credentials, IdPage, Page, Provider, ProviderError, ProviderKind,
-    Record, Window,
+    Change, Context, Credentials, IdPage, Page, Provider, ProviderError, ProviderKind, Record,
+    Window,
 };
 use crate::providers::google::{self, quoted};
 use crate::providers::{html_to_text, parse_time, text_of};
@@ -59,11 +59,7 @@ impl Provider for Gdrive {
     }
 
     fn validate(&self, config: &Value, credentials: &Credentials) -> Result<(), String> {
-        require(
-            &Value::Object(credentials.0.clone()),
-            "token",
-            "credentials",
-        )?;
+        credentials.require("token")?;
         for name in ["folder_id", "query"] {
             match config.get(name) {
                 None | Some(Value::Null) | Some(Value::String(_)) => {}

@@ -17,8 +17,8 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::provider::{
-    require, Change, Context, Credentials, IdPage, Page, Provider, ProviderError, ProviderKind,
-    Record, Window,
+    Change, Context, Credentials, IdPage, Page, Provider, ProviderError, ProviderKind, Record,
+    Window,
 };
 use crate::providers::google;
 use crate::providers::{html_to_text, parse_time, text_of};
@@ -45,11 +45,7 @@ impl Provider for Gmail {
     }
 
     fn validate(&self, config: &Value, credentials: &Credentials) -> Result<(), String> {
-        require(
-            &Value::Object(credentials.0.clone()),
-            "token",
-            "credentials",
-        )?;
+        credentials.require("token")?;
         match config.get("query") {
             None | Some(Value::Null) | Some(Value::String(_)) => Ok(()),
             Some(_) => Err("config.query must be a string".to_owned()),

@@ -22,8 +22,8 @@ use serde_json::{json, Value};
 
 use crate::http::Answer;
 use crate::provider::{
-    require, Change, Context, Credentials, IdPage, Page, Provider, ProviderError, ProviderKind,
-    Record, Window,
+    Change, Context, Credentials, IdPage, Page, Provider, ProviderError, ProviderKind, Record,
+    Window,
 };
 use crate::providers::{code_of, first_line, parse_time, scrub, text_of};
 
@@ -142,11 +142,7 @@ impl Provider for Hubspot {
     }
 
     fn validate(&self, _config: &Value, credentials: &Credentials) -> Result<(), String> {
-        require(
-            &Value::Object(credentials.0.clone()),
-            "token",
-            "credentials",
-        )
+        credentials.require("token")
     }
 
     async fn changes(

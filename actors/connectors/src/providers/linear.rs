@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 
 use crate::http::Answer;
 use crate::provider::{
-    require, Change, Context, Credentials, IdPage, Page, Provider, ProviderError, ProviderKind,
-    Record, Window,
+    Change, Context, Credentials, IdPage, Page, Provider, ProviderError, ProviderKind, Record,
+    Window,
 };
 use crate::providers::{parse_time, text_of};
 
@@ -46,11 +46,7 @@ impl Provider for Linear {
     }
 
     fn validate(&self, _config: &Value, credentials: &Credentials) -> Result<(), String> {
-        require(
-            &Value::Object(credentials.0.clone()),
-            "token",
-            "credentials",
-        )
+        credentials.require("token")
     }
 
     async fn changes(

@@ -22,8 +22,8 @@ use serde_json::{json, Value};
 
 use crate::http::Answer;
 use crate::provider::{
-    require, Change, Context, Credentials, IdPage, Page, Provider, ProviderError, ProviderKind,
-    Record, Window,
+    Change, Context, Credentials, IdPage, Page, Provider, ProviderError, ProviderKind, Record,
+    Window,
 };
 use crate::providers::{parse_time, scrub, text_of};
 
@@ -54,11 +54,7 @@ impl Provider for Notion {
     }
 
     fn validate(&self, config: &Value, credentials: &Credentials) -> Result<(), String> {
-        require(
-            &Value::Object(credentials.0.clone()),
-            "token",
-            "credentials",
-        )?;
+        credentials.require("token")?;
         match config.get("database_id") {
             None | Some(Value::Null) => Ok(()),
             Some(Value::String(id)) if id.trim().is_empty() => Ok(()),

@@ -61,11 +61,7 @@ impl Provider for Slack {
 
     fn validate(&self, config: &Value, credentials: &Credentials) -> Result<(), String> {
         require(config, "channel_id", "config")?;
-        require(
-            &Value::Object(credentials.0.clone()),
-            "token",
-            "credentials",
-        )
+        credentials.require("token")
     }
 
     async fn changes(
