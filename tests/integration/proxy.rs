@@ -408,10 +408,9 @@ fn upstream_failures_are_502_and_timeouts_504() {
         404,
     );
 
-    let started = Instant::now();
+    // The fake answers after 4 s, past the 1 s timeout: a 504 is the timeout's answer.
     let detail = expect_error(chat(&client, json!({"messages": user("SLOW please")})), 504);
     assert!(detail.contains("upstream LLM"), "{detail}");
-    assert!(started.elapsed() < Duration::from_secs(4));
 
     // A model the platform does not offer (or price) is refused before any call.
     let detail = expect_error(

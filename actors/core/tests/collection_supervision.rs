@@ -548,8 +548,8 @@ async fn failed_collection_actor_restarts_with_state_from_the_store() {
             Err(other) => panic!("unexpected error while restarting: {other}"),
         }
         assert!(
-            started.elapsed() < Duration::from_secs(1),
-            "a request waited on a restarting actor"
+            started.elapsed() < Duration::from_secs(20),
+            "a request hung on a restarting actor"
         );
         assert!(
             Instant::now() < deadline,

@@ -235,8 +235,7 @@ fn corrupt_audio_is_an_error_never_a_panic() {
 fn a_second_fetch_is_a_no_op() {
     let first = model().clone();
     assert!(first.ends_with(CACHE_ENTRY));
-    let started = std::time::Instant::now();
+    // No Python to download with: only the cache can answer.
     let second = ensure_moonshine(&cache_dir(), "/nonexistent/python").unwrap();
     assert_eq!(second, first);
-    assert!(started.elapsed().as_secs() < 1);
 }
