@@ -645,11 +645,16 @@ impl Default for AuditConfig {
     }
 }
 
+/// memvault's own lines at INFO, everything else at WARN.
+pub const DEFAULT_LOG_FILTER: &str = "warn,memvault=info";
+
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogConfig {
     pub format: LogFormat,
-    /// A tracing filter, e.g. `info` or `memvault=debug,info`; `RUST_LOG` wins when set.
+    /// A tracing filter, e.g. `warn,memvault=info` or `memvault=debug,info`; `RUST_LOG`
+    /// wins when set. The default keeps third-party crates to their warnings: their INFO
+    /// lines (tantivy's segment collection, hyper's connections) say nothing an operator acts on.
     pub filter: String,
 }
 
@@ -657,7 +662,7 @@ impl Default for LogConfig {
     fn default() -> Self {
         Self {
             format: LogFormat::Text,
-            filter: "info".to_owned(),
+            filter: DEFAULT_LOG_FILTER.to_owned(),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Percentiles and a progress line for the benchmark.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
@@ -36,13 +36,15 @@ impl Latencies {
 }
 
 /// `bulk [#########...........] 4500/10000  1234/s` on stderr, redrawn at most 10 times a
-/// second.
+/// second on a terminal; piped to a file, only the final line is written.
 pub struct Progress {
     label: &'static str,
     total: usize,
     done: usize,
     started: Instant,
     drawn: Instant,
+    /// Redraws are for a person watching: a file or a pipe gets the last line only.
+    on_terminal: bool,
 }
 
 impl Progress {
@@ -54,11 +56,15 @@ impl Progress {
             done: 0,
             started: now,
             drawn: now,
+            on_terminal: std::io::stderr().is_terminal(),
         }
     }
 
     pub fn advance(&mut self, count: usize) {
         self.done += count;
+        if !self.on_terminal {
+            return;
+        }
         if self.drawn.elapsed() >= Duration::from_millis(100) || self.done >= self.total {
             self.draw();
             self.drawn = Instant::now();
@@ -72,10 +78,11 @@ impl Progress {
 
     fn draw(&self) {
         const WIDTH: usize = 30;
+        let start = if self.on_terminal { "\r" } else { "" };
         let filled = (self.done * WIDTH).checked_div(self.total).unwrap_or(WIDTH);
         let rate = self.done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
         eprint!(
-            "\r{} [{}{}] {}/{} {:.0}/s ",
+            "{start}{} [{}{}] {}/{} {:.0}/s ",
             self.label,
             "#".repeat(filled.min(WIDTH)),
             ".".repeat(WIDTH - filled.min(WIDTH)),
