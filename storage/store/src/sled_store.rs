@@ -119,6 +119,72 @@ impl SledStore {
         Ok(found)
     }
 
+    /// Writes a record and its queue marker in one batch, durable on return: the marker
+    /// (an empty value under `marker`) while the record is unfinished, none once it is
+    /// finished, so [`Self::queued`] finds exactly the unfinished ones after a crash.
+    fn put_marked(
+        &self,
+        key: &str,
+        marker: &str,
+        record: &impl Serialize,
+        finished: bool,
+    ) -> Result<()> {
+        let mut writes = Batch::default();
+        writes.insert(key.as_bytes(), serde_json::to_vec(record)?);
+        if finished {
+            writes.remove(marker.as_bytes());
+        } else {
+            writes.insert(marker.as_bytes(), &[]);
+        }
+        self.data.apply_batch(writes)?;
+        self.flush()
+    }
+
+    /// Every tenant's records under `{tenant}/{segment}/` in the data tree, tenant by
+    /// tenant in key order.
+    fn across_tenants<T: DeserializeOwned>(&self, segment: &str) -> Result<Vec<T>> {
+        let mut found = Vec::new();
+        for tenant in self.tenants()? {
+            found.extend(scan_json(&self.data, format!("{}/{segment}/", tenant.id))?);
+        }
+        Ok(found)
+    }
+
+    /// Removes the records under `prefixes` in `tree` that `doomed` picks, in one batch,
+    /// durable on return; how many.
+    fn remove_where<T: DeserializeOwned>(
+        &self,
+        tree: &Tree,
+        prefixes: impl IntoIterator<Item = String>,
+        doomed: impl Fn(&T) -> bool,
+    ) -> Result<usize> {
+        let mut batch = Batch::default();
+        let mut removed = 0;
+        for prefix in prefixes {
+            for entry in tree.scan_prefix(prefix) {
+                let (key, value) = entry?;
+                if doomed(&decode_json::<T>(&key, &value)?) {
+                    batch.remove(key);
+                    removed += 1;
+                }
+            }
+        }
+        if removed > 0 {
+            tree.apply_batch(batch)?;
+            self.flush()?;
+        }
+        Ok(removed)
+    }
+
+    /// `{tenant}/{segment}/` for every tenant.
+    fn tenant_prefixes(&self, segment: &str) -> Result<Vec<String>> {
+        Ok(self
+            .tenants()?
+            .into_iter()
+            .map(|tenant| format!("{}/{segment}/", tenant.id))
+            .collect())
+    }
+
     fn flush(&self) -> Result<()> {
         self.db.flush()?;
         Ok(())
@@ -452,19 +518,12 @@ impl MetaStore for SledStore {
 
 impl JobStore for SledStore {
     fn put_job(&self, job: &ExtractJobRecord) -> Result<()> {
-        let mut batch = Batch::default();
-        batch.insert(
-            job_key(&job.tenant_id, &job.id).as_bytes(),
-            serde_json::to_vec(job)?,
-        );
-        let queued = queue_key(&job.tenant_id, &job.id);
-        if job.state.is_finished() {
-            batch.remove(queued.as_bytes());
-        } else {
-            batch.insert(queued.as_bytes(), &[]);
-        }
-        self.data.apply_batch(batch)?;
-        self.flush()
+        self.put_marked(
+            &job_key(&job.tenant_id, &job.id),
+            &queue_key(&job.tenant_id, &job.id),
+            job,
+            job.state.is_finished(),
+        )
     }
 
     fn job(&self, tenant: &TenantId, id: &str) -> Result<Option<ExtractJobRecord>> {
@@ -478,41 +537,22 @@ impl JobStore for SledStore {
     }
 
     fn prune_jobs(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize> {
-        let mut batch = Batch::default();
-        let mut pruned = 0;
-        for tenant in self.tenants()? {
-            for entry in self.data.scan_prefix(format!("{}/j/", tenant.id)) {
-                let (key, value) = entry?;
-                let job: ExtractJobRecord = decode_json(&key, &value)?;
-                if job.state.is_finished() && job.updated_at < before {
-                    batch.remove(key);
-                    pruned += 1;
-                }
-            }
-        }
-        if pruned > 0 {
-            self.data.apply_batch(batch)?;
-            self.flush()?;
-        }
-        Ok(pruned)
+        self.remove_where(
+            &self.data,
+            self.tenant_prefixes("j")?,
+            |job: &ExtractJobRecord| job.state.is_finished() && job.updated_at < before,
+        )
     }
 }
 
 impl IngestStore for SledStore {
     fn put_batch(&self, batch: &IngestBatchRecord) -> Result<()> {
-        let mut writes = Batch::default();
-        writes.insert(
-            batch_key(&batch.tenant_id, &batch.id).as_bytes(),
-            serde_json::to_vec(batch)?,
-        );
-        let queued = batch_queue_key(&batch.tenant_id, &batch.id);
-        if batch.is_finished() {
-            writes.remove(queued.as_bytes());
-        } else {
-            writes.insert(queued.as_bytes(), &[]);
-        }
-        self.data.apply_batch(writes)?;
-        self.flush()
+        self.put_marked(
+            &batch_key(&batch.tenant_id, &batch.id),
+            &batch_queue_key(&batch.tenant_id, &batch.id),
+            batch,
+            batch.is_finished(),
+        )
     }
 
     fn batch(&self, tenant: &TenantId, id: &str) -> Result<Option<IngestBatchRecord>> {
@@ -526,23 +566,11 @@ impl IngestStore for SledStore {
     }
 
     fn prune_batches(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize> {
-        let mut writes = Batch::default();
-        let mut pruned = 0;
-        for tenant in self.tenants()? {
-            for entry in self.data.scan_prefix(format!("{}/b/", tenant.id)) {
-                let (key, value) = entry?;
-                let batch: IngestBatchRecord = decode_json(&key, &value)?;
-                if batch.is_finished() && batch.updated_at < before {
-                    writes.remove(key);
-                    pruned += 1;
-                }
-            }
-        }
-        if pruned > 0 {
-            self.data.apply_batch(writes)?;
-            self.flush()?;
-        }
-        Ok(pruned)
+        self.remove_where(
+            &self.data,
+            self.tenant_prefixes("b")?,
+            |batch: &IngestBatchRecord| batch.is_finished() && batch.updated_at < before,
+        )
     }
 }
 
@@ -576,11 +604,7 @@ impl ConnectorStore for SledStore {
     }
 
     fn connections(&self, tenant: &TenantId) -> Result<Vec<ConnectionRecord>> {
-        let mut found: Vec<ConnectionRecord> = Vec::new();
-        for entry in self.data.scan_prefix(format!("{tenant}/n/")) {
-            let (key, value) = entry?;
-            found.push(decode_json(&key, &value)?);
-        }
+        let mut found: Vec<ConnectionRecord> = scan_json(&self.data, format!("{tenant}/n/"))?;
         found.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         Ok(found)
     }
@@ -640,16 +664,8 @@ impl ConnectorStore for SledStore {
     }
 
     fn runs_since(&self, since: chrono::DateTime<chrono::Utc>) -> Result<Vec<SyncRunRecord>> {
-        let mut found = Vec::new();
-        for tenant in self.tenants()? {
-            for entry in self.data.scan_prefix(format!("{}/nr/", tenant.id)) {
-                let (key, value) = entry?;
-                let run: SyncRunRecord = decode_json(&key, &value)?;
-                if run.created_at >= since {
-                    found.push(run);
-                }
-            }
-        }
+        let mut found: Vec<SyncRunRecord> = self.across_tenants("nr")?;
+        found.retain(|run| run.created_at >= since);
         found.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         Ok(found)
     }
@@ -744,19 +760,11 @@ impl ConnectorStore for SledStore {
     }
 
     fn prune_oauth_states(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize> {
-        let mut pruned = 0;
-        for entry in self.account.scan_prefix("oauth/") {
-            let (key, value) = entry?;
-            let state: OAuthStateRecord = decode_json(&key, &value)?;
-            if state.expires_at < before {
-                self.account.remove(key)?;
-                pruned += 1;
-            }
-        }
-        if pruned > 0 {
-            self.flush()?;
-        }
-        Ok(pruned)
+        self.remove_where(
+            &self.account,
+            ["oauth/".to_owned()],
+            |state: &OAuthStateRecord| state.expires_at < before,
+        )
     }
 }
 
@@ -1017,13 +1025,7 @@ const EMAIL_OF_PREFIX: &str = "email-of/";
 impl SledStore {
     /// Every record of the account tree under `prefix`.
     fn account_records<T: DeserializeOwned>(&self, prefix: &str) -> Result<Vec<T>> {
-        self.account
-            .scan_prefix(prefix)
-            .map(|entry| {
-                let (key, value) = entry?;
-                decode_json::<T>(&key, &value)
-            })
-            .collect()
+        scan_json(&self.account, prefix)
     }
 
     /// Removes the account records under `prefix` that `doomed` picks.
@@ -1032,20 +1034,7 @@ impl SledStore {
         prefix: &str,
         doomed: impl Fn(&T) -> bool,
     ) -> Result<usize> {
-        let mut batch = Batch::default();
-        let mut removed = 0;
-        for entry in self.account.scan_prefix(prefix) {
-            let (key, value) = entry?;
-            if doomed(&decode_json::<T>(&key, &value)?) {
-                batch.remove(key);
-                removed += 1;
-            }
-        }
-        if removed > 0 {
-            self.account.apply_batch(batch)?;
-            self.flush()?;
-        }
-        Ok(removed)
+        self.remove_where(&self.account, [prefix.to_owned()], doomed)
     }
 }
 
