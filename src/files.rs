@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use memvault_blobs::{BlobBackendConfig, S3Config, UrlSigner};
-use memvault_core::files::{EngineSource, FileSettings, WorkerProgram};
 use memvault_core::BlobBackend;
+use memvault_files::{EngineSource, FileSettings, WorkerProgram};
 use memvault_ingest::worker::WorkerLimits;
 use memvault_ingest::Engines;
 
@@ -98,7 +98,7 @@ pub fn file_settings(config: &Config) -> FileSettings {
         .engine_cache_dir
         .clone()
         .or_else(|| config.embedding.cache_dir.clone())
-        .unwrap_or_else(memvault_ingest::fetch::default_cache_dir);
+        .unwrap_or_else(memvault_wheels::default_cache_dir);
     FileSettings {
         url_expiry: Duration::from_secs(config.blobs.url_expiry_secs.max(1)),
         workers: files.workers.max(1),
@@ -111,7 +111,7 @@ pub fn file_settings(config: &Config) -> FileSettings {
         engines: engine_source(cache, config.embedding.python.clone(), files.fetch_engines),
         item_deadline: Duration::from_secs(files.item_deadline_secs.max(1)),
         transcription: files.transcription_base_url.clone().map(|base_url| {
-            memvault_core::files::TranscriptionEndpoint {
+            memvault_files::TranscriptionEndpoint {
                 base_url,
                 model: files.transcription_model.clone(),
                 api_key: std::env::var(&files.transcription_api_key_env)
@@ -120,16 +120,17 @@ pub fn file_settings(config: &Config) -> FileSettings {
                 timeout: Duration::from_secs(files.worker_wall_secs.max(30)),
             }
         }),
-        vision: files.vision_base_url.clone().map(|base_url| {
-            memvault_core::files::VisionEndpoint {
+        vision: files
+            .vision_base_url
+            .clone()
+            .map(|base_url| memvault_files::VisionEndpoint {
                 base_url,
                 model: files.vision_model.clone(),
                 api_key: std::env::var(&files.vision_api_key_env)
                     .ok()
                     .filter(|key| !key.is_empty()),
                 timeout: Duration::from_secs(120),
-            }
-        }),
+            }),
         ..FileSettings::default()
     }
 }

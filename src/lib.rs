@@ -11,8 +11,10 @@
 //!   public evaluation sets (BEIR MS MARCO, BEIR business reports, LoCoMo).
 //! - [`reembed`]: `memvault reembed`, follows a server's re-embedding with a progress bar.
 //! - [`error`]: the HTTP error type and its `{"detail": ..., "code": ...}` body.
+//! - [`status`]: periodic self-checks behind the public status page.
+//! - [`pageviews`]: cookieless pageview counts from the public beacon.
 //!
-//! Behaviour lives in `memvault-actors`; persistence in `memvault-storage`. This crate is
+//! Behaviour lives in `memvault-core` and the crates beside it; persistence in `memvault-storage`. This crate is
 //! the edge: it parses, authenticates, validates and maps.
 
 pub mod api;
@@ -22,5 +24,7 @@ pub mod config;
 pub mod error;
 pub mod eval;
 pub mod files;
+pub mod pageviews;
 pub mod reembed;
 pub mod server;
+pub mod status;

@@ -8,13 +8,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::status::StatusMonitor;
+use memvault_accounts::billing::BillingSettings;
 use memvault_core::account::{AccountSettings, ErasureSettings};
-use memvault_core::billing::BillingSettings;
 use memvault_core::embedders::{Embedders, ModelCatalog};
 use memvault_core::service::BootstrapOutcome;
 use memvault_core::service::{IntelligenceConfig, ModelPrice};
-use memvault_core::status::StatusMonitor;
-use memvault_core::webhooks::WebhookSettings;
 use memvault_core::{Memvault, ServiceConfig};
 use memvault_embed::{
     default_model_cache_dir, ensure_minilm_weights, EmbeddingError, EmbeddingService,
@@ -26,6 +25,7 @@ use memvault_storage::crypto::SecretBox;
 use memvault_storage::EmbeddingModel;
 use memvault_storage::SledStore;
 use memvault_types::clock::{Clock, SystemClock};
+use memvault_webhooks::WebhookSettings;
 use tokio::net::TcpListener;
 
 use crate::api::ratelimit::RateLimits;
@@ -223,7 +223,7 @@ pub async fn start_service_with_clock(
         account: account_settings(config).map_err(StartupError::Mail)?,
         billing: billing_settings(config),
         tiers: tiers(config),
-        email: memvault_core::email::EmailSettings {
+        email: memvault_accounts::email::EmailSettings {
             domain: config.email.domain.to_ascii_lowercase(),
         },
         connectors: connector_settings(config),
@@ -245,7 +245,7 @@ pub async fn start_service_with_clock(
     .with_account_limits(crate::api::account::AccountLimits {
         signup_enabled: config.account.signup_enabled,
         per_minute: config.account.requests_per_minute,
-        limiter: memvault_core::ratelimit::FixedWindowLimiter::new(100_000),
+        limiter: memvault_types::rate_limit::FixedWindowLimiter::new(100_000),
     })
     .with_internal_secrets(crate::api::internal::InternalSecrets {
         embed: config.internal.embed_secret.as_deref().map(Arc::from),
@@ -259,14 +259,14 @@ pub async fn start_service_with_clock(
 }
 
 /// What each tier may hold, from `[tiers.<name>]`.
-fn tiers(config: &Config) -> memvault_core::account::Tiers {
-    memvault_core::account::Tiers::new(
+fn tiers(config: &Config) -> memvault_accounts::Tiers {
+    memvault_accounts::Tiers::new(
         config
             .tiers
             .0
             .iter()
             .map(|(name, tier)| {
-                let limits = memvault_core::account::TierLimits {
+                let limits = memvault_accounts::TierLimits {
                     collections: tier.collections,
                     memories: tier.memories,
                     storage_bytes: tier.storage_mb.map(|mb| mb.saturating_mul(1024 * 1024)),

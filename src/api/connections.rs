@@ -7,7 +7,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
-use memvault_core::account::reveal::escape_html;
+use memvault_accounts::reveal::escape_html;
 use memvault_core::{Authorizer, ConnectionView, Connections, NewConnection, SyncOutcome};
 use memvault_storage::SyncRunRecord;
 use serde::{Deserialize, Serialize};

@@ -9,10 +9,10 @@ use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::collection::CollectionHealth;
-use memvault_core::maintenance::dedup::ReportCluster;
-use memvault_core::maintenance::CollectionSummary;
 use memvault_core::service::{CollectionReport, EmbeddingStatus};
 use memvault_core::{Authorizer, Maintenance};
+use memvault_curation::dedup::ReportCluster;
+use memvault_curation::CollectionSummary;
 use memvault_storage::{CollectionName, MemoryRecord};
 use memvault_types::limits::{
     DEDUP_THRESHOLD_DEFAULT, STALE_DAYS_DEFAULT, STALE_DAYS_MAX, SUMMARY_LIMIT_DEFAULT,

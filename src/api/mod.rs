@@ -34,12 +34,12 @@ pub mod webhooks;
 
 use std::sync::Arc;
 
+use crate::pageviews::Pageviews;
+use crate::status::StatusMonitor;
 use axum::extract::{DefaultBodyLimit, FromRef, Request, State};
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use memvault_core::pageviews::Pageviews;
-use memvault_core::status::StatusMonitor;
 use memvault_core::{
     Accounts, AuditTrail, Authorizer, Billing, Collections, Connections, Email, Files, Graph,
     Internal, Keys, Maintenance, Memories, Memvault, Operator, Portability, Proxy, Search,

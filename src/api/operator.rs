@@ -5,11 +5,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::pageviews::Pageviews;
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
 use memvault_core::metrics::{LatencySummary, MetricsSnapshot, Stage};
-use memvault_core::pageviews::Pageviews;
 use memvault_core::service::EmbeddingsOverview;
 use memvault_core::{Connections, Operator};
 use memvault_jobs::{JobMetricsSnapshot, RecurringSnapshot};

@@ -2,13 +2,13 @@
 
 use std::sync::Arc;
 
+use crate::pageviews::Pageviews;
+use crate::status::{HealthCheck, Incident, StatusMonitor};
 use axum::body::to_bytes;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
-use memvault_core::pageviews::Pageviews;
-use memvault_core::status::{HealthCheck, Incident, StatusMonitor};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;

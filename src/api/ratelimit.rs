@@ -15,7 +15,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use memvault_core::ratelimit::{Decision, FixedWindowLimiter, RateLimiter};
+use memvault_types::rate_limit::{Decision, FixedWindowLimiter, RateLimiter};
 
 use super::auth::authenticate;
 use super::AppState;

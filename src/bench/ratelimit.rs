@@ -11,11 +11,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::status::StatusMonitor;
 use axum::body::Body;
 use axum::http::Request;
-use memvault_core::ratelimit::{FixedWindowLimiter, RateLimiter};
-use memvault_core::status::StatusMonitor;
 use memvault_embed::EmbeddingService;
+use memvault_types::rate_limit::{FixedWindowLimiter, RateLimiter};
 use tower::ServiceExt;
 
 use super::ingest::in_process_service;

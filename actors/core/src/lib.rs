@@ -10,44 +10,28 @@
 //! - [`agent`]: API keys as agent identities, and the key directory used to authenticate.
 //! - [`memory`]: what creating or changing a memory carries, and its validation rules.
 //! - [`metrics`]: per-route, per-stage and cache figures for the operator endpoints.
-//! - [`pageviews`]: cookieless pageview counts from the public beacon.
-//! - [`status`]: periodic self-checks behind the public status page.
-//! - [`maintenance`]: dedup clustering and the extractive collection summary.
-//! - [`events`]: the event broker: memory changes published once, subscribed to by
-//!   webhooks (and later caches, metering, connectors).
 //! - [`extraction`]: asynchronous remember as a job kind on `memvault-jobs`.
-//! - [`webhooks`]: signed outbound webhooks for memory events, from a durable outbox.
-//! - [`billing`]: Stripe sessions and the webhook signature.
-//! - [`account`]: outgoing mail as a job kind, one-time reveal links and their letters.
-//! - [`email`]: mail-in: drop addresses, the sender allowlist, the relay's
-//!   authentication verdicts, and a raw message split into batch items.
+//! - [`account`]: outgoing mail, account erasure and large imports as job kinds (the
+//!   account domain itself is `memvault-accounts`).
 //!
 //! Actors know nothing of HTTP; storage goes through `memvault-storage`'s traits.
 
 pub mod account;
 pub mod agent;
 pub mod audit;
-pub mod billing;
 mod call;
 pub mod collection;
 pub mod connectors;
-pub mod email;
 pub mod embedders;
 pub mod error;
-pub mod events;
 pub mod extraction;
 pub mod files;
-pub mod maintenance;
 pub mod memory;
 pub mod metrics;
-pub mod pageviews;
-pub mod ratelimit;
 pub mod reembed;
 pub mod root;
 pub mod service;
-pub mod status;
 pub mod tenant;
-pub mod webhooks;
 
 pub use agent::Agent;
 pub use error::{Error, Result};

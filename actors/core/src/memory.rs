@@ -18,7 +18,7 @@ pub struct NewMemory {
     pub source: String,
     pub metadata: Map<String, Value>,
     pub container_tag: Option<String>,
-    /// Attached files, in their stored form (`crate::files::Attachment`).
+    /// Attached files, in their stored form (`memvault_files::Attachment`).
     pub images: Vec<Value>,
 }
 

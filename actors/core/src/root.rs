@@ -12,8 +12,8 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, Supervi
 
 use crate::agent::KeyDirectory;
 use crate::error::{Error, Result};
-use crate::events::EventBroker;
 use crate::tenant::{TenantActor, TenantArgs, TenantHandle};
+use memvault_events::EventBroker;
 use memvault_index::IndexSettings;
 use memvault_types::Backoff;
 

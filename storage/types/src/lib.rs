@@ -6,6 +6,7 @@
 //! - [`clock`]: the service's source of "now", movable in tests.
 //! - [`backoff`]: the one back-off policy, [`Backoff`].
 //! - [`error_code`]: every API error code with its HTTP status, [`ErrorCode`].
+//! - [`rate_limit`]: the fixed-window limiter behind per-key limits and signup limits.
 //!
 //! No I/O and no async: every other crate of the workspace may depend on this one.
 
@@ -13,6 +14,7 @@ pub mod backoff;
 pub mod clock;
 pub mod error_code;
 pub mod limits;
+pub mod rate_limit;
 
 pub use backoff::Backoff;
 pub use error_code::ErrorCode;

@@ -10,17 +10,14 @@
 //!   after a crash.
 //! - [`import`]: [`ImportJobs`], the job kind that stores a large import in batches,
 //!   resumable after a crash with each item stored once.
-//! - [`tiers`]: [`Tiers`], what each tier may hold, and the check a write passes.
-//! - [`reveal`]: reveal tokens (random, stored only as their SHA-256) and the letters
-//!   that carry them.
+//!
+//! Tiers and reveal links are `memvault-accounts`' (`memvault_accounts::{tiers, reveal}`).
 //!
 //! The flows themselves (signup, recovery, reveal) are [`crate::service::Accounts`].
 
 pub mod erasure;
 pub mod import;
 pub mod mail;
-pub mod reveal;
-pub mod tiers;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,7 +27,6 @@ pub use import::{ImportJobs, ImportRunner, IMPORT_SYNC_MAX};
 pub use mail::MailDeliveries;
 use memvault_mail::Mailer;
 use memvault_types::Backoff;
-pub use tiers::{Growth, Held, TierLimits, Tiers};
 
 /// How accounts behave (config sections `[mail]` and `[account]`).
 #[derive(Debug, Clone)]

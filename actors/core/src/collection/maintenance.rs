@@ -11,7 +11,7 @@ use memvault_storage::{MemoryRecord, StoredMemory};
 use super::CollectionState;
 use crate::call::blocking;
 use crate::error::{Error, Result};
-use crate::maintenance::dedup::{find_duplicates, DedupCandidate, DedupReport, ReportCluster};
+use memvault_curation::dedup::{find_duplicates, DedupCandidate, DedupReport, ReportCluster};
 
 fn newest_first(a: &Arc<MemoryRecord>, b: &Arc<MemoryRecord>) -> Ordering {
     b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id))

@@ -12,8 +12,8 @@ use ractor::RpcReplyPort;
 
 use super::remember::IncomingFact;
 use crate::error::Result;
-use crate::maintenance::dedup::DedupReport;
 use crate::memory::MemoryChange;
+use memvault_curation::dedup::DedupReport;
 
 pub enum CollectionMessage {
     /// Persists new memories (already embedded by `model` and stamped) and publishes

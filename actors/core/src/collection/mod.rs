@@ -41,8 +41,8 @@ pub use state::{CollectionHandle, CollectionSnapshot};
 
 use crate::call::blocking;
 use crate::error::{Error, Result};
-use crate::events::{EventBroker, MemoryEventKind};
 use crate::memory::{ImageChange, MemoryChange};
+use memvault_events::{EventBroker, MemoryEventKind};
 use memvault_index::{CollectionIndexes, IndexError, IndexInput, IndexSettings};
 
 /// How often pending text-index writes are committed when no search forces it.

@@ -11,7 +11,7 @@ use ractor::ActorRef;
 
 use super::health::HealthCounters;
 use super::messages::CollectionMessage;
-use crate::maintenance::CachedSummary;
+use memvault_curation::CachedSummary;
 use memvault_index::CollectionIndexes;
 
 /// Listing order: pinned first, then newest first; the id breaks ties so the order is

@@ -18,12 +18,13 @@ use chrono::Utc;
 use memvault_storage::{ApiKeyRecord, RevealPurpose, RevealRecord, TenantId, TenantRecord};
 
 use super::{Memvault, NewTenant};
-use crate::account::{mail, reveal};
+use crate::account::mail;
 use crate::agent::{generate_key_secret, new_key_record, Agent, KeyRole};
 use crate::call::blocking;
 use crate::error::{Error, Result};
-use crate::ratelimit::RateLimiter;
 use crate::tenant::TenantMessage;
+use memvault_accounts::reveal;
+use memvault_types::rate_limit::RateLimiter;
 
 /// A reveal link that may still be used: what the confirmation page shows.
 #[derive(Debug, Clone, PartialEq)]

@@ -19,11 +19,13 @@ use memvault_storage::{BillingRecord, TenantId, TenantRecord, TenantSettings};
 
 use super::Memvault;
 use crate::agent::Agent;
-use crate::billing::signature;
-use crate::billing::stripe::{Event, ObjectFields, Session, StripeClient, TENANT_METADATA};
 use crate::call::blocking;
 use crate::error::{Error, Result};
 use crate::tenant::TenantMessage;
+use memvault_accounts::billing::signature;
+use memvault_accounts::billing::stripe::{
+    Event, ObjectFields, Session, StripeClient, TENANT_METADATA,
+};
 
 /// Where a checkout or portal session sends the customer back; `None`: the configured
 /// defaults.

@@ -61,7 +61,7 @@ impl Collections {
         let (tenant, name) = (access.tenant(), access.collection().clone());
         if self.root.collection_entry(tenant, &name).is_err() {
             self.root
-                .admit(tenant, crate::account::Growth::Collection)
+                .admit(tenant, memvault_accounts::Growth::Collection)
                 .await?;
         }
         let entry = self

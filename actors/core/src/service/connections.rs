@@ -261,10 +261,10 @@ impl Connections {
     /// operator allows private targets).
     async fn check_site(&self, config: &Value) -> Result<()> {
         let raw = config["base_url"].as_str().unwrap_or_default();
-        let url = crate::webhooks::guard::parse_target(raw).map_err(|reason| {
+        let url = memvault_webhooks::guard::parse_target(raw).map_err(|reason| {
             Error::ConnectionTargetRejected(format!("config.base_url: {reason}"))
         })?;
-        crate::webhooks::guard::check_target(&url, self.settings().allow_private_targets)
+        memvault_webhooks::guard::check_target(&url, self.settings().allow_private_targets)
             .await
             .map_err(|reason| Error::ConnectionTargetRejected(format!("config.base_url: {reason}")))
     }

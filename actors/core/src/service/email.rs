@@ -9,7 +9,7 @@
 //!   address's collection (`email` unless the owner chose another).
 //! - **Allowlist.** Unset, the account email alone; else the owner's list of addresses
 //!   and `@domain`s. A sender counts only when the relay authenticated it
-//!   (`crate::email::authenticated`).
+//!   (`memvault_accounts::email::authenticated`).
 //! - **Inbound.** Dropped on purpose (no retry wanted): an unknown or rotated address,
 //!   a sender not on the allowlist or not authenticated, a message already taken (the
 //!   same `Message-ID` for the same tenant, or without one the same bytes), a message with
@@ -28,11 +28,11 @@ use super::access::{CollectionAccess, Write};
 use super::settings::Settings;
 use super::Memvault;
 use crate::call::blocking;
-use crate::email::{
+use crate::error::{Error, Result};
+use memvault_accounts::email::{
     allowlist, authenticated, hash_local_part, is_allowed, new_local_part, parse_message,
     recipient_local_parts, InboundMessage,
 };
-use crate::error::{Error, Result};
 
 /// Where accepted mail goes until the owner picks another collection.
 pub const DEFAULT_COLLECTION: &str = "email";
@@ -356,7 +356,10 @@ fn metadata_of(message: &InboundMessage) -> Map<String, Value> {
     let mut metadata = Map::new();
     let mut put = |name: &str, value: Option<&String>, max: usize| {
         if let Some(value) = value.filter(|value| !value.is_empty()) {
-            metadata.insert(name.to_owned(), json!(crate::files::cap_chars(value, max)));
+            metadata.insert(
+                name.to_owned(),
+                json!(memvault_files::cap_chars(value, max)),
+            );
         }
     };
     put(

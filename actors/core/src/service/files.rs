@@ -25,11 +25,9 @@ use super::Memvault;
 use crate::call::blocking;
 use crate::collection::CollectionMessage;
 use crate::error::{Error, Result};
-use crate::files::{
-    cap_chars, Attachment, Chunker, FileReader, IngestItem, ItemOutcome, PlacedStore, Prepared,
-    SignedAttachment,
-};
+use crate::files::{IngestItem, ItemOutcome, Prepared};
 use crate::memory::{ImageChange, MemoryChange, NewMemory};
+use memvault_files::{cap_chars, Attachment, Chunker, FileReader, PlacedStore, SignedAttachment};
 
 /// Characters of a file's text shown in a drop's per-file result.
 const PREVIEW_CHARS: usize = 200;
@@ -207,7 +205,7 @@ impl Files {
             .clone())
     }
 
-    fn settings(&self) -> &crate::files::FileSettings {
+    fn settings(&self) -> &memvault_files::FileSettings {
         &self.root.inner.config.files
     }
 
@@ -246,7 +244,7 @@ impl Files {
         let placed = self.active_store(tenant)?;
         // The platform's storage counts against the tier; a tenant's own bucket is its own.
         if placed.id.is_none() {
-            let growth = crate::account::Growth::StorageBytes(bytes.len() as u64);
+            let growth = memvault_accounts::Growth::StorageBytes(bytes.len() as u64);
             if let Err(error) = self.root.admit(tenant, growth).await {
                 return Ok(Incoming::Refused {
                     filename,

@@ -10,11 +10,11 @@ use super::access::{CollectionAccess, Read, Sweep};
 use super::Memvault;
 use crate::collection::{stale_cutoff, CollectionHealth, CollectionMessage, CollectionSnapshot};
 use crate::error::Result;
-use crate::maintenance::dedup::DedupReport;
-use crate::maintenance::extractive::{extractive_summary, SummaryItem};
-use crate::maintenance::{CachedSummary, CollectionSummary};
 use crate::reembed::Progress;
 use crate::service::Purpose;
+use memvault_curation::dedup::DedupReport;
+use memvault_curation::extractive::{extractive_summary, SummaryItem};
+use memvault_curation::{CachedSummary, CollectionSummary};
 use memvault_index::search::filter::is_current;
 use memvault_types::limits::DEDUP_WINDOW;
 

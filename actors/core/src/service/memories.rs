@@ -69,7 +69,7 @@ impl Memories {
         self.root
             .admit(
                 &agent.tenant_id,
-                crate::account::Growth::Memories(memories.len() as u64),
+                memvault_accounts::Growth::Memories(memories.len() as u64),
             )
             .await?;
         let model = self.root.collection_model(&agent.tenant_id, collection);

@@ -73,18 +73,18 @@ use crate::call::{blocking, call_actor};
 use crate::collection::{CollectionHandle, CollectionMessage};
 use crate::embedders::Embedders;
 use crate::error::{Error, Result};
-use crate::events::EventBroker;
 use crate::extraction::{ExtractionJobs, Remember};
 use crate::metrics::{Counter, Metrics, Stage};
 use crate::reembed::{ReembedJobs, ReembedProgress};
 use crate::root::{RootActor, RootArgs, RootMessage};
 use crate::tenant::{CollectionEntry, TenantHandle, TenantMessage};
-use crate::webhooks::{record_events, WebhookDeliveries, WebhookSettings, CONCURRENT_ATTEMPTS};
 use memvault_embed::EmbeddingService;
+use memvault_events::EventBroker;
 use memvault_index::search::cache::SearchCaches;
 use memvault_index::IndexSettings;
 use memvault_jobs::{JobQueue, Recurring, Scheduler};
 use memvault_types::clock::{Clock, SystemClock};
+use memvault_webhooks::{record_events, WebhookDeliveries, WebhookSettings, CONCURRENT_ATTEMPTS};
 
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
@@ -108,17 +108,17 @@ pub struct ServiceConfig {
     /// Audit entries older than this are pruned.
     pub audit_retention: Duration,
     /// Files: limits, the worker, the engines.
-    pub files: crate::files::FileSettings,
+    pub files: memvault_files::FileSettings,
     /// Where files are stored, and the signer of memvault's own presigned URLs.
     pub blobs: BlobBackend,
     /// Outgoing mail, reveal links, signup and recovery limits.
     pub account: crate::account::AccountSettings,
     /// Stripe: keys, price, where customers return.
-    pub billing: crate::billing::BillingSettings,
+    pub billing: memvault_accounts::billing::BillingSettings,
     /// What each tier may hold.
-    pub tiers: crate::account::Tiers,
+    pub tiers: memvault_accounts::Tiers,
     /// Mail-in: the drop addresses' domain.
-    pub email: crate::email::EmailSettings,
+    pub email: memvault_accounts::email::EmailSettings,
     /// Managed connectors: provider API roots, OAuth apps, the scheduler.
     pub connectors: crate::connectors::ConnectorSettings,
 }
@@ -174,12 +174,12 @@ impl Default for ServiceConfig {
             clock: Arc::new(SystemClock),
             webhooks: WebhookSettings::default(),
             audit_retention: Duration::from_secs(90 * 24 * 3600),
-            files: crate::files::FileSettings::default(),
+            files: memvault_files::FileSettings::default(),
             blobs: BlobBackend::in_memory("http://127.0.0.1:8420"),
             account: crate::account::AccountSettings::default(),
-            billing: crate::billing::BillingSettings::default(),
-            tiers: crate::account::Tiers::default(),
-            email: crate::email::EmailSettings::default(),
+            billing: memvault_accounts::billing::BillingSettings::default(),
+            tiers: memvault_accounts::Tiers::default(),
+            email: memvault_accounts::email::EmailSettings::default(),
             connectors: crate::connectors::ConnectorSettings::default(),
         }
     }
@@ -397,9 +397,9 @@ struct Inner {
     /// Where files are stored.
     blobs: BlobBackend,
     /// The platform's store and the tenants' own buckets.
-    stores: crate::files::TenantStores,
+    stores: memvault_files::TenantStores,
     /// Reads files in worker processes.
-    reader: crate::files::FileReader,
+    reader: memvault_files::FileReader,
     /// Asynchronous ingest batches; set once started (its kind holds a weak reference).
     ingest: OnceLock<JobQueue<crate::files::IngestJobs>>,
     /// Re-embeds collections built by another model than the configured one.
@@ -417,9 +417,9 @@ struct Inner {
     /// Serializes signups, so one email never gets two tenants.
     signups: tokio::sync::Mutex<()>,
     /// Reveal mails per address per minute.
-    mail_limiter: crate::ratelimit::FixedWindowLimiter,
+    mail_limiter: memvault_types::rate_limit::FixedWindowLimiter,
     /// Calls Stripe; `None` without a secret key.
-    stripe: Option<crate::billing::stripe::StripeClient>,
+    stripe: Option<memvault_accounts::billing::stripe::StripeClient>,
     reembed_progress: ReembedProgress,
     /// The subscriber that turns events into outbox deliveries; awaited at shutdown so
     /// the last writes' events reach the outbox.
@@ -470,9 +470,11 @@ impl Memvault {
                 })?;
         // After the root actor: delivery resumes the outbox, which needs every tenant's
         // webhook, and the tenants are loaded by then.
+        let published_webhooks: Arc<dyn memvault_webhooks::WebhookDirectory> =
+            Arc::new(webhooks::PublishedWebhooks(tenants.clone()));
         let deliveries = WebhookDeliveries::new(
             store.clone(),
-            tenants.clone(),
+            published_webhooks.clone(),
             config.intelligence.secrets.clone(),
             config.webhooks.clone(),
         )
@@ -489,7 +491,7 @@ impl Memvault {
         let recorder = tokio::spawn(record_events(
             events.subscribe(),
             store.clone(),
-            tenants.clone(),
+            published_webhooks,
             webhooks.clone(),
         ));
         // After the root actor: the jobs are the collections it loaded on another model.
@@ -521,12 +523,10 @@ impl Memvault {
             ),
             None => None,
         };
-        let stripe =
-            crate::billing::stripe::StripeClient::new(&config.billing).map_err(|reason| {
-                Error::StartFailed {
-                    what: "the Stripe client".to_owned(),
-                    reason,
-                }
+        let stripe = memvault_accounts::billing::stripe::StripeClient::new(&config.billing)
+            .map_err(|reason| Error::StartFailed {
+                what: "the Stripe client".to_owned(),
+                reason,
             })?;
         let audit = AuditLog::start(store.clone());
         let scheduler = Scheduler::new();
@@ -540,11 +540,11 @@ impl Memvault {
                 embedders,
                 caches: SearchCaches::new(config.search_cache_entries, 10_000),
                 blobs: config.blobs.clone(),
-                stores: crate::files::TenantStores::new(
+                stores: memvault_files::TenantStores::new(
                     config.blobs.store.clone(),
                     FOREIGN_STORE_TIMEOUT,
                 ),
-                reader: crate::files::FileReader::new(config.files.clone()),
+                reader: memvault_files::FileReader::new(config.files.clone()),
                 ingest: OnceLock::new(),
                 intelligence,
                 extraction: OnceLock::new(),
@@ -557,7 +557,7 @@ impl Memvault {
                 import: OnceLock::new(),
                 files_usage: DashMap::new(),
                 signups: tokio::sync::Mutex::new(()),
-                mail_limiter: crate::ratelimit::FixedWindowLimiter::new(100_000),
+                mail_limiter: memvault_types::rate_limit::FixedWindowLimiter::new(100_000),
                 stripe,
                 webhook_recorder: Mutex::new(Some(recorder)),
                 scheduler,
@@ -680,14 +680,14 @@ impl Memvault {
 
     /// What the tenant holds now: collections and memories from the published snapshots,
     /// file bytes as last counted (listed again after [`FILES_USAGE_TTL`]).
-    pub(crate) async fn held(&self, tenant: &TenantId) -> Result<crate::account::Held> {
+    pub(crate) async fn held(&self, tenant: &TenantId) -> Result<memvault_accounts::Held> {
         let snapshot = self.tenant_handle(tenant)?.snapshot();
         let memories = snapshot
             .collections
             .values()
             .map(|entry| entry.handle.snapshot().memories.len() as u64)
             .sum();
-        Ok(crate::account::Held {
+        Ok(memvault_accounts::Held {
             collections: snapshot.collections.len() as u64,
             memories,
             storage_bytes: self.files_bytes(tenant).await?,
@@ -695,7 +695,7 @@ impl Memvault {
     }
 
     /// The tenant's tier's limits.
-    pub(crate) fn tier_limits(&self, tenant: &TenantId) -> Result<crate::account::TierLimits> {
+    pub(crate) fn tier_limits(&self, tenant: &TenantId) -> Result<memvault_accounts::TierLimits> {
         let snapshot = self.tenant_handle(tenant)?.snapshot();
         Ok(self.inner.config.tiers.limits(&snapshot.record.tier))
     }
@@ -704,9 +704,9 @@ impl Memvault {
     pub(crate) async fn admit(
         &self,
         tenant: &TenantId,
-        growth: crate::account::Growth,
+        growth: memvault_accounts::Growth,
     ) -> Result<()> {
-        use crate::account::{Growth, Held};
+        use memvault_accounts::{Growth, Held};
         let snapshot = self.tenant_handle(tenant)?.snapshot();
         let limits = self.inner.config.tiers.limits(&snapshot.record.tier);
         let held = match growth {
@@ -1065,7 +1065,7 @@ impl Memvault {
         if let Ok(entry) = self.collection_entry(tenant, name) {
             return Ok(entry.handle);
         }
-        self.admit(tenant, crate::account::Growth::Collection)
+        self.admit(tenant, memvault_accounts::Growth::Collection)
             .await?;
         let name = name.clone();
         let entry = self

@@ -14,12 +14,13 @@ use serde_json::{Map, Value};
 
 use super::{CollectionView, Memvault};
 use crate::account::import::item_id;
-use crate::account::{Growth, ImportRunner};
+use crate::account::ImportRunner;
 use crate::agent::Agent;
 use crate::call::blocking;
 use crate::error::{Error, Result};
 use crate::memory::NewMemory;
 use crate::service::{CollectionAccess, Write};
+use memvault_accounts::Growth;
 
 /// Memories embedded and stored per call during an import.
 pub const IMPORT_BATCH: usize = 256;

@@ -234,7 +234,10 @@ impl Graph {
         };
         let importance = input.importance.unwrap_or(DEFAULT_IMPORTANCE);
         self.root
-            .admit(tenant, crate::account::Growth::Memories(facts.len() as u64))
+            .admit(
+                tenant,
+                memvault_accounts::Growth::Memories(facts.len() as u64),
+            )
             .await?;
         let mut attempt = 0;
         let facts = loop {

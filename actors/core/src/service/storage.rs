@@ -2,7 +2,7 @@
 //! S3-compatible bucket its new files go to. The PUT checks the endpoint against the SSRF
 //! guard, then runs a live self-test (put, read back, delete a probe object) and saves
 //! only when that passes, the secret key sealed. DELETE reverts to the platform's storage.
-//! See `crate::files::TenantStores` for what happens to files already stored.
+//! See `memvault_files::TenantStores` for what happens to files already stored.
 
 use chrono::{DateTime, Utc};
 use memvault_blobs::S3Config;
@@ -10,8 +10,8 @@ use memvault_storage::{StorageConfigRecord, TenantId, TenantSettings};
 
 use super::Settings;
 use crate::error::{Error, Result};
-use crate::files::{open_bucket, self_test, store_id};
-use crate::webhooks::guard::check_target;
+use memvault_files::{open_bucket, self_test, store_id};
+use memvault_webhooks::guard::check_target;
 
 /// How long the whole self-test may take.
 const SELF_TEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);

@@ -131,7 +131,7 @@ impl Tenants {
     }
 
     /// The limits of the tenant's tier (`None`: unlimited).
-    pub fn limits(&self, tenant: &TenantId) -> Result<crate::account::TierLimits> {
+    pub fn limits(&self, tenant: &TenantId) -> Result<memvault_accounts::TierLimits> {
         self.root.tier_limits(tenant)
     }
 

@@ -1,15 +1,30 @@
 //! A tenant's outbound webhook: where memory events are POSTed, and the secret they are
 //! signed with (generated here, shown once, stored sealed).
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
+use dashmap::DashMap;
 use memvault_storage::{TenantId, TenantSettings, WebhookRecord};
+use memvault_webhooks::guard::{check_target, parse_target};
+use memvault_webhooks::WebhookDirectory;
 use rand::RngCore;
 
 use super::Settings;
 use crate::call::blocking;
 use crate::error::{Error, Result};
-use crate::tenant::TenantMessage;
-use crate::webhooks::guard::{check_target, parse_target};
+use crate::tenant::{TenantHandle, TenantMessage};
+
+/// The webhooks as the tenant actors last published them, for webhook delivery.
+pub(crate) struct PublishedWebhooks(pub Arc<DashMap<TenantId, Arc<TenantHandle>>>);
+
+impl WebhookDirectory for PublishedWebhooks {
+    fn webhook(&self, tenant: &TenantId) -> Option<WebhookRecord> {
+        self.0
+            .get(tenant)
+            .and_then(|handle| handle.snapshot().settings.webhook.clone())
+    }
+}
 
 /// The prefix of every signing secret, so a leaked one is recognisable.
 pub const SECRET_PREFIX: &str = "whsec_";

@@ -25,7 +25,7 @@ use crate::collection::{
     CollectionActor, CollectionArgs, CollectionHandle, CollectionMessage, Switch,
 };
 use crate::error::{Error, Result};
-use crate::events::EventBroker;
+use memvault_events::EventBroker;
 use memvault_index::{IndexSettings, VectorIndex};
 use memvault_types::Backoff;
 

@@ -1,4 +1,4 @@
-//! The event broker: collection actors publish each memory change once, after the store
+//! memvault-events, the event broker: collection actors publish each memory change once, after the store
 //! write; any part of the service subscribes and decides for itself whether it cares.
 //!
 //! Webhooks subscribe today (they keep the events of tenants with a webhook); search-cache

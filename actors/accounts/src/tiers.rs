@@ -3,7 +3,7 @@
 //! the rate limiter's, `[rate_limit.tiers]`).
 //!
 //! A write that would go over a limit is refused before anything is embedded or stored
-//! ([`crate::Error::TierLimitReached`], 403 `tier_limit_reached`); deleting makes room
+//! (`memvault_core::Error::TierLimitReached`, 403 `tier_limit_reached`); deleting makes room
 //! again. The check reads the published snapshots (counts are O(collections)), so two
 //! concurrent writes may together pass a limit by one request's worth. A tier that is not
 //! configured has no limits, nor has a limit left out of its table.

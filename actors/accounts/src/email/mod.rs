@@ -10,7 +10,7 @@
 //!   needs: recipients, sender, ids, and the parts that become batch items (the body,
 //!   each attachment, each forwarded message as an `.eml`).
 //!
-//! The use cases (address, rotate, allowlist, inbound) are `crate::service::Email`.
+//! The use cases (address, rotate, allowlist, inbound) are `memvault_core::Email`.
 
 mod address;
 mod authentication;

@@ -8,7 +8,7 @@
 //!   `"{t}.{body}"`, a 5-minute tolerance), checked in constant time.
 //! - [`stripe`]: the client (sessions) and the event shapes memvault reads.
 //!
-//! The flows are [`crate::service::Billing`].
+//! The flows are `memvault_core::Billing`.
 
 pub mod signature;
 pub mod stripe;

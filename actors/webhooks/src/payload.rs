@@ -5,7 +5,7 @@ use memvault_storage::CreatedBy;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::events::MemoryEvent;
+use memvault_events::MemoryEvent;
 
 /// The body every delivery POSTs (the memory without its embedding, index key, slot
 /// value or attached files):
@@ -88,7 +88,7 @@ mod tests {
     use memvault_storage::{CollectionName, MemoryRecord, TenantId};
 
     use super::*;
-    use crate::events::MemoryEventKind;
+    use memvault_events::MemoryEventKind;
 
     #[test]
     fn the_payload_names_the_event_collection_and_memory() {

@@ -1,6 +1,6 @@
-//! Pure maintenance algorithms the collection actor and the service run: duplicate
+//! memvault-curation: pure maintenance algorithms the collection actor and the service run: duplicate
 //! clustering ([`dedup`]) and the summary written without an LLM ([`extractive`]).
-//! Counting a collection's health lives with its snapshot (`collection/health.rs`).
+//! Counting a collection's health lives with its snapshot (core's `collection/health.rs`).
 
 pub mod dedup;
 pub mod extractive;

@@ -20,7 +20,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use dashmap::DashMap;
 use memvault_jobs::{Backoff, JobKind, JobQueue, Outcome, Pending, RetryPolicy};
 use memvault_storage::{OutboxDelivery, SecretBox, Store, TenantId, WebhookRecord};
 use tokio::sync::mpsc;
@@ -28,9 +27,7 @@ use tokio::sync::mpsc;
 use super::delivery::DeliveryClient;
 use super::payload::EventPayload;
 use super::{WebhookSettings, MAX_BACKOFF};
-use crate::call::blocking;
-use crate::events::MemoryEvent;
-use crate::tenant::TenantHandle;
+use memvault_events::MemoryEvent;
 
 /// POSTs in progress at once, over all tenants: the kind's worker count.
 pub const CONCURRENT_ATTEMPTS: usize = 16;
@@ -38,13 +35,30 @@ pub const CONCURRENT_ATTEMPTS: usize = 16;
 /// A delivery in the outbox: its tenant and id.
 pub type DeliveryKey = (TenantId, String);
 
+/// Where a tenant's current webhook is read: the tenant actors' published snapshots in
+/// the service, a map in tests. Read at every attempt, so a changed URL or secret
+/// applies to queued deliveries and a deleted webhook drops them.
+pub trait WebhookDirectory: Send + Sync + 'static {
+    fn webhook(&self, tenant: &TenantId) -> Option<WebhookRecord>;
+}
+
+/// Runs blocking store work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> memvault_storage::error::Result<T> + Send + 'static,
+) -> Result<T, String> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result.map_err(|error| error.to_string()),
+        Err(join_error) => Err(format!("storage task failed: {join_error}")),
+    }
+}
+
 /// The webhook delivery job kind: what one attempt needs, nothing more.
 pub struct WebhookDeliveries {
     /// The outbox: what is still to be delivered, and the only copy of a delivery's body
     /// between its attempts.
     store: Arc<dyn Store>,
     /// Read at each attempt for the tenant's current URL and sealed secret.
-    tenants: Arc<DashMap<TenantId, Arc<TenantHandle>>>,
+    tenants: Arc<dyn WebhookDirectory>,
     /// Opens the signing secrets at delivery time; `None` fails every attempt.
     secrets: Option<Arc<SecretBox>>,
     /// Timeout, attempts and back-off.
@@ -56,11 +70,11 @@ pub struct WebhookDeliveries {
 impl WebhookDeliveries {
     pub fn new(
         store: Arc<dyn Store>,
-        tenants: Arc<DashMap<TenantId, Arc<TenantHandle>>>,
+        tenants: Arc<dyn WebhookDirectory>,
         secrets: Option<Arc<SecretBox>>,
         settings: WebhookSettings,
     ) -> Result<Self, String> {
-        let client = DeliveryClient::new(&settings).map_err(|error| error.to_string())?;
+        let client = DeliveryClient::new(&settings)?;
         Ok(Self {
             store,
             tenants,
@@ -72,9 +86,7 @@ impl WebhookDeliveries {
 
     async fn load(&self, key: &DeliveryKey) -> Result<Option<OutboxDelivery>, String> {
         let (store, (tenant, id)) = (self.store.clone(), key.clone());
-        blocking(move || store.delivery(&tenant, &id))
-            .await
-            .map_err(|error| error.to_string())
+        blocking(move || store.delivery(&tenant, &id)).await
     }
 
     async fn remove(&self, key: &DeliveryKey) {
@@ -123,12 +135,10 @@ enum Attempt {
 }
 
 fn current_webhook(
-    tenants: &DashMap<TenantId, Arc<TenantHandle>>,
+    tenants: &Arc<dyn WebhookDirectory>,
     tenant: &TenantId,
 ) -> Option<WebhookRecord> {
-    tenants
-        .get(tenant)
-        .and_then(|handle| handle.snapshot().settings.webhook.clone())
+    tenants.webhook(tenant)
 }
 
 #[async_trait]
@@ -150,9 +160,7 @@ impl JobKind for WebhookDeliveries {
 
     async fn unfinished(&self) -> Result<Vec<Pending<DeliveryKey>>, String> {
         let store = self.store.clone();
-        let pending = blocking(move || store.pending_deliveries())
-            .await
-            .map_err(|error| error.to_string())?;
+        let pending = blocking(move || store.pending_deliveries()).await?;
         let now = Utc::now();
         // Due at once, in the order they were queued.
         Ok(pending
@@ -227,7 +235,7 @@ impl WebhookSettings {
 pub async fn record_events(
     mut events: mpsc::UnboundedReceiver<Arc<MemoryEvent>>,
     store: Arc<dyn Store>,
-    tenants: Arc<DashMap<TenantId, Arc<TenantHandle>>>,
+    tenants: Arc<dyn WebhookDirectory>,
     queue: JobQueue<WebhookDeliveries>,
 ) {
     while let Some(event) = events.recv().await {

@@ -1,4 +1,4 @@
-//! Signed outbound webhooks: every created, updated or deleted memory of a tenant with a
+//! memvault-webhooks, signed outbound webhooks: every created, updated or deleted memory of a tenant with a
 //! webhook is POSTed to its URL.
 //!
 //! # Layout
@@ -12,7 +12,8 @@
 //! - [`delivery`]: one signed POST (`X-Service-Signature`, `X-Service-Event`,
 //!   `X-Service-Delivery`).
 //! - [`sign`]: hex HMAC-SHA256 of the raw body.
-//! - [`guard`]: the SSRF guard (private, loopback, link-local and metadata addresses).
+//! - [`guard`]: the SSRF guard (private, loopback, link-local and metadata addresses);
+//!   core's tenant buckets and connector targets pass the same guard.
 //!
 //! Delivery is at least once: a crash between a successful POST and the outbox delete
 //! sends the event again after the restart, with the same delivery id (the body's `id`
@@ -27,9 +28,9 @@ pub mod sign;
 
 use std::time::Duration;
 
-pub use deliveries::{record_events, WebhookDeliveries, CONCURRENT_ATTEMPTS};
+pub use deliveries::{record_events, WebhookDeliveries, WebhookDirectory, CONCURRENT_ATTEMPTS};
 
-use crate::events::MemoryEventKind;
+use memvault_events::MemoryEventKind;
 
 /// The events a webhook receives, in the order listed in the config response.
 pub const EVENTS: [&str; 3] = [
