@@ -1,15 +1,14 @@
-//! Managed connectors inside the service: the settings from `[connectors]`, the per
-//! connection run lock, and the scheduler's choice of what is due. The providers, the sync
+//! Managed connectors inside the service: the settings from `[connectors]` (with the
+//! catalog of provider implementations), and the scheduler's choice of what is due. The providers, the sync
 //! engine and OAuth are in `memvault-connectors`; the service's use cases are
 //! `service::Connections`.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use dashmap::DashMap;
 use memvault_connectors::oauth::App;
+use memvault_connectors::provider::Provider;
 use memvault_connectors::ProviderKind;
 use memvault_storage::{ConnectionRecord, ConnectionStatus};
 use rand::Rng;
@@ -48,7 +47,41 @@ pub struct ConnectorSettings {
     pub oauth_state_ttl: Duration,
     /// `server.public_url`: the OAuth callbacks and the dashboard are under it.
     pub public_url: String,
+    /// Which implementation syncs each provider: the built-in ones, or a test's.
+    pub catalog: ProviderCatalog,
 }
+
+/// Which [`Provider`] implementation syncs a provider kind. The server always uses
+/// [`ProviderCatalog::BUILT_IN`]; tests of the service swap in providers that fail in
+/// ways no real API can make them (a panic).
+#[derive(Clone, Copy)]
+pub struct ProviderCatalog(pub fn(ProviderKind) -> &'static dyn Provider);
+
+impl ProviderCatalog {
+    pub const BUILT_IN: ProviderCatalog = ProviderCatalog(memvault_connectors::providers::provider);
+
+    pub fn provider(&self, kind: ProviderKind) -> &'static dyn Provider {
+        (self.0)(kind)
+    }
+}
+
+impl std::fmt::Debug for ProviderCatalog {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let built_in = *self == Self::BUILT_IN;
+        formatter
+            .debug_tuple("ProviderCatalog")
+            .field(&if built_in { "built-in" } else { "custom" })
+            .finish()
+    }
+}
+
+impl PartialEq for ProviderCatalog {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::fn_addr_eq(self.0, other.0)
+    }
+}
+
+impl Eq for ProviderCatalog {}
 
 impl Default for ConnectorSettings {
     fn default() -> Self {
@@ -61,6 +94,7 @@ impl Default for ConnectorSettings {
             concurrent_runs: 4,
             oauth_state_ttl: Duration::from_secs(600),
             public_url: "http://127.0.0.1:8420".to_owned(),
+            catalog: ProviderCatalog::BUILT_IN,
         }
     }
 }
@@ -116,20 +150,6 @@ pub fn is_due(connection: &ConnectionRecord, now: DateTime<Utc>) -> bool {
         ConnectionStatus::Paused => false,
         ConnectionStatus::Active if connection.checkpoint.is_some() => true,
         _ => connection.next_sync_at.is_some_and(|due| due <= now),
-    }
-}
-
-/// One lock per connection: its runs (scheduled or manual) never overlap.
-#[derive(Debug, Default)]
-pub struct RunLocks(DashMap<String, Arc<tokio::sync::Mutex<()>>>);
-
-impl RunLocks {
-    pub fn of(&self, connection: &str) -> Arc<tokio::sync::Mutex<()>> {
-        self.0.entry(connection.to_owned()).or_default().clone()
-    }
-
-    pub fn forget(&self, connection: &str) {
-        self.0.remove(connection);
     }
 }
 

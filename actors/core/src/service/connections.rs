@@ -7,11 +7,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use dashmap::DashMap;
+
 use chrono::{DateTime, Utc};
 use memvault_connectors::engine::{self, Checkpoint, Cursor, RunLimits, Sink};
 use memvault_connectors::oauth;
 use memvault_connectors::provider::{Context, Credentials, ProviderError, Record};
-use memvault_connectors::providers::provider;
 use memvault_connectors::{ProviderKind, SyncError};
 use memvault_storage::{
     ConnectionRecord, ConnectionStatus, OAuthStateRecord, SyncRunRecord, SyncedRecord, TenantId,
@@ -107,6 +108,66 @@ pub struct SyncOutcome {
     pub run: SyncRunRecord,
 }
 
+/// One slot per connection: its runs (scheduled or manual) never overlap, and a run that
+/// finishes leaves its outcome for whoever waited on it.
+#[derive(Default)]
+pub struct RunLocks(DashMap<String, Arc<RunSlot>>);
+
+/// A connection's run lock and the last outcome of a run under it.
+pub struct RunSlot {
+    /// Held for the whole of a run (and while the connection is deleted).
+    pub lock: tokio::sync::Mutex<()>,
+    /// Bumped after each run has stored its outcome in `last`; a "sync now" that finds a
+    /// run in progress waits for the bump and answers with that run's outcome.
+    finished: tokio::sync::watch::Sender<u64>,
+    /// What the latest finished run gave (`None` when it ended in an error).
+    last: std::sync::Mutex<Option<SyncOutcome>>,
+}
+
+impl Default for RunSlot {
+    fn default() -> Self {
+        Self {
+            lock: tokio::sync::Mutex::new(()),
+            finished: tokio::sync::watch::Sender::new(0),
+            last: std::sync::Mutex::new(None),
+        }
+    }
+}
+
+impl RunSlot {
+    /// A receiver to take before trying the lock, so a run finishing in between is seen.
+    pub fn watch(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.finished.subscribe()
+    }
+
+    /// Records a finished run's outcome, then wakes the callers waiting on it.
+    pub fn publish(&self, outcome: Option<SyncOutcome>) {
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = outcome;
+        self.finished.send_modify(|runs| *runs += 1);
+    }
+
+    /// The outcome of the run `watch` saw finish.
+    pub fn last(&self) -> Option<SyncOutcome> {
+        self.last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl RunLocks {
+    pub fn of(&self, connection: &str) -> Arc<RunSlot> {
+        self.0.entry(connection.to_owned()).or_default().clone()
+    }
+
+    pub fn forget(&self, connection: &str) {
+        self.0.remove(connection);
+    }
+}
+
 /// Runs and failed runs of one provider in a window.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProviderRuns {
@@ -197,7 +258,7 @@ impl Connections {
         check_config(&new.config)?;
         let config = Value::Object(new.config);
         let credentials = Credentials(new.credentials);
-        let implementation = provider(kind);
+        let implementation = self.settings().catalog.provider(kind);
         implementation
             .validate(&config, &credentials)
             .map_err(Error::Invalid)?;
@@ -295,8 +356,8 @@ impl Connections {
     /// the memories it synced. A run in progress finishes first.
     pub async fn delete(&self, agent: &Agent, id: &str, delete_memories: bool) -> Result<()> {
         let record = self.load(&agent.tenant_id, id).await?;
-        let lock = self.root.inner.connector_locks.of(id);
-        let _held = lock.lock().await;
+        let slot = self.root.inner.connector_locks.of(id);
+        let _held = slot.lock.lock().await;
         if delete_memories {
             let access = self
                 .root
@@ -325,21 +386,39 @@ impl Connections {
         blocking(move || store.runs(&tenant, &wanted, limit)).await
     }
 
-    /// Syncs now (waiting for a run in progress to finish first). A sync the provider
-    /// refuses is an outcome with status `error` or `paused`, not an `Err`.
+    /// Syncs now. When a run of the connection is in progress (a scheduled one, or one
+    /// resumed after a restart), this joins it and answers with its outcome instead of
+    /// walking the provider a second time. A sync the provider refuses is an outcome with
+    /// status `error` or `paused`, not an `Err`.
     pub async fn sync(&self, agent: &Agent, id: &str) -> Result<SyncOutcome> {
         let record = self.load(&agent.tenant_id, id).await?;
+        let slot = self.root.inner.connector_locks.of(&record.id);
+        // Watched before the lock is tried, so a run that ends in between is not missed.
+        let mut finished = slot.watch();
+        if slot.lock.try_lock().is_err() && finished.changed().await.is_ok() {
+            if let Some(outcome) = slot.last() {
+                return Ok(outcome);
+            }
+        }
         self.run(record, "manual").await
     }
 
-    /// One run of the connection under its lock.
+    /// One run of the connection under its lock; its outcome is left for the callers that
+    /// joined it.
     pub(crate) async fn run(&self, record: ConnectionRecord, trigger: &str) -> Result<SyncOutcome> {
-        let lock = self.root.inner.connector_locks.of(&record.id);
-        let _held = lock.lock().await;
+        let slot = self.root.inner.connector_locks.of(&record.id);
+        let held = slot.lock.lock().await;
+        let outcome = self.run_locked(record, trigger).await;
+        slot.publish(outcome.as_ref().ok().cloned());
+        drop(held);
+        outcome
+    }
+
+    async fn run_locked(&self, record: ConnectionRecord, trigger: &str) -> Result<SyncOutcome> {
         // Reloaded under the lock: a run that just finished moved the cursor.
         let mut record = self.load(&record.tenant_id, &record.id).await?;
         let started = self.root.now();
-        let (result, credentials) = self.attempt(&mut record).await;
+        let (result, credentials) = self.attempt_caught(&mut record).await;
         let finished = self.root.now();
         let mut run = SyncRunRecord {
             id: uuid::Uuid::now_v7().to_string(),
@@ -435,6 +514,41 @@ impl Connections {
         .await
     }
 
+    /// [`Self::attempt`], with a panic anywhere in it (a provider's bug) turned into a
+    /// failed run whose reason says so: it is recorded and counts toward the pause like
+    /// any other failure, and the connection is never left locked or silently stuck.
+    async fn attempt_caught(
+        &self,
+        record: &mut ConnectionRecord,
+    ) -> (std::result::Result<Attempt, String>, Credentials) {
+        use futures_util::FutureExt;
+        let before = record.clone();
+        let caught = std::panic::AssertUnwindSafe(self.attempt(record))
+            .catch_unwind()
+            .await;
+        match caught {
+            Ok(finished) => finished,
+            Err(panic) => {
+                let reason = panic
+                    .downcast_ref::<&str>()
+                    .map(|text| (*text).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "no message".to_owned());
+                tracing::error!(connection = %before.id, provider = %before.provider, %reason, "a connector sync panicked");
+                // What the run changed before it panicked is not trusted.
+                *record = before;
+                let credentials = self.open(record).unwrap_or_default();
+                (
+                    Err(format!(
+                        "the sync failed unexpectedly (a panic in the {} provider): {reason}",
+                        record.provider
+                    )),
+                    credentials,
+                )
+            }
+        }
+    }
+
     /// The run's work: open the credentials (renewing an OAuth token first), then the
     /// engine, then a reconciliation when one is due. Errors are texts for `last_error`.
     async fn attempt(
@@ -455,7 +569,7 @@ impl Connections {
         credentials: &mut Credentials,
     ) -> std::result::Result<Attempt, String> {
         let kind = kind_of(record).map_err(|error| error.to_string())?;
-        let implementation = provider(kind);
+        let implementation = self.settings().catalog.provider(kind);
         if self.root.tenant_handle(&record.tenant_id).is_err() {
             return Err("the account is being erased".to_owned());
         }
@@ -754,8 +868,8 @@ impl Connections {
             {
                 continue;
             }
-            let lock = self.root.inner.connector_locks.of(&connection.id);
-            if lock.try_lock().is_err() {
+            let slot = self.root.inner.connector_locks.of(&connection.id);
+            if slot.lock.try_lock().is_err() {
                 continue;
             }
             let Ok(permit) = self.root.inner.connector_runs.clone().try_acquire_owned() else {

@@ -433,7 +433,7 @@ struct Inner {
     /// The paced client every connector calls its provider through.
     connector_http: memvault_connectors::Http,
     /// One lock per connection: its runs never overlap.
-    connector_locks: crate::connectors::RunLocks,
+    connector_locks: connections::RunLocks,
     /// Scheduled runs at once.
     connector_runs: Arc<tokio::sync::Semaphore>,
     config: ServiceConfig,
@@ -564,7 +564,7 @@ impl Memvault {
                 metrics: Metrics::new(),
                 audit,
                 connector_http: memvault_connectors::Http::standard(),
-                connector_locks: crate::connectors::RunLocks::default(),
+                connector_locks: connections::RunLocks::default(),
                 connector_runs: Arc::new(tokio::sync::Semaphore::new(
                     config.connectors.concurrent_runs.max(1),
                 )),

@@ -1,0 +1,222 @@
+//! Connector runs under supervision, without HTTP: a provider that panics gives a failed
+//! run with its reason and counts toward the pause like any failure; a "sync now" while a
+//! run is in progress joins that run instead of walking the provider again.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memvault_connectors::provider::{
+    Context, Credentials, IdPage, Page, Provider, ProviderError, Window,
+};
+use memvault_connectors::ProviderKind;
+use memvault_core::connectors::ProviderCatalog;
+use memvault_core::embedders::Embedders;
+use memvault_core::service::{NewConnection, NewTenant, Write};
+use memvault_core::{Agent, Memvault, ServiceConfig};
+use memvault_embed::{Embedder, EmbeddingError, EmbeddingService};
+use memvault_storage::{CollectionName, ConnectionStatus, SecretBox, SledStore};
+use serde_json::{json, Map, Value};
+
+/// Embeddings of no meaning: these tests store nothing worth searching.
+struct LengthEmbedder;
+
+impl Embedder for LengthEmbedder {
+    fn model_name(&self) -> &str {
+        "length"
+    }
+
+    fn dimensions(&self) -> usize {
+        4
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+        Ok(texts
+            .iter()
+            .map(|text| vec![text.len() as f32, 1.0, 0.0, 0.0])
+            .collect())
+    }
+}
+
+/// Walks into the provider's changes: how many times, over the whole test binary.
+static PANICKING_WALKS: AtomicUsize = AtomicUsize::new(0);
+static SLOW_WALKS: AtomicUsize = AtomicUsize::new(0);
+
+/// A Linear stand-in with a bug: every walk panics.
+struct PanickingProvider;
+
+#[async_trait]
+impl Provider for PanickingProvider {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Linear
+    }
+
+    fn overlap(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    fn validate(&self, _config: &Value, _credentials: &Credentials) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn changes(
+        &self,
+        _cx: &Context<'_>,
+        _window: &Window,
+        _page: Option<&str>,
+    ) -> Result<Page, ProviderError> {
+        PANICKING_WALKS.fetch_add(1, Ordering::SeqCst);
+        panic!("scripted provider bug: index out of range");
+    }
+
+    async fn ids(&self, _cx: &Context<'_>, _page: Option<&str>) -> Result<IdPage, ProviderError> {
+        panic!("scripted provider bug in ids");
+    }
+}
+
+/// A HubSpot stand-in whose walk takes a while and finds nothing.
+struct SlowProvider;
+
+#[async_trait]
+impl Provider for SlowProvider {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Hubspot
+    }
+
+    fn overlap(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    fn validate(&self, _config: &Value, _credentials: &Credentials) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn changes(
+        &self,
+        _cx: &Context<'_>,
+        _window: &Window,
+        _page: Option<&str>,
+    ) -> Result<Page, ProviderError> {
+        SLOW_WALKS.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        Ok(Page::default())
+    }
+
+    async fn ids(&self, _cx: &Context<'_>, _page: Option<&str>) -> Result<IdPage, ProviderError> {
+        Ok(IdPage::default())
+    }
+}
+
+fn scripted(kind: ProviderKind) -> &'static dyn Provider {
+    match kind {
+        ProviderKind::Linear => &PanickingProvider,
+        ProviderKind::Hubspot => &SlowProvider,
+        other => memvault_connectors::providers::provider(other),
+    }
+}
+
+async fn start(directory: &std::path::Path) -> (Memvault, Agent) {
+    let mut config = ServiceConfig::default();
+    config.intelligence.secrets = Some(Arc::new(SecretBox::generate()));
+    config.connectors.catalog = ProviderCatalog(scripted);
+    // The scheduler stays out of the way: these tests drive every run.
+    config.connectors.tick = Duration::from_secs(3600);
+    let embedder = EmbeddingService::start(Arc::new(LengthEmbedder), 16);
+    let store = Arc::new(SledStore::open(directory).unwrap());
+    let service = Memvault::start(store, Embedders::new(embedder, None), config)
+        .await
+        .unwrap();
+    let tenant = NewTenant {
+        name: "t".to_owned(),
+        email: "t@example.com".to_owned(),
+        tier: "free".to_owned(),
+        admin: false,
+    };
+    let (_, key) = service.tenants().create(tenant).await.unwrap();
+    let agent = service.authorizer().authenticate(&key).unwrap();
+    (service, agent)
+}
+
+async fn connect(service: &Memvault, agent: &Agent, provider: &str) -> String {
+    let access = service
+        .authorizer()
+        .authorize::<Write>(agent, CollectionName::parse("synced").unwrap())
+        .unwrap();
+    let mut credentials = Map::new();
+    credentials.insert("token".to_owned(), json!("secret-token-123"));
+    credentials.insert("api_key".to_owned(), json!("secret-token-123"));
+    let new = NewConnection {
+        provider: provider.to_owned(),
+        name: None,
+        container_tag: None,
+        config: Map::new(),
+        credentials,
+    };
+    service.connections().create(&access, new).await.unwrap().id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_provider_gives_failed_runs_and_is_paused_after_five() {
+    let directory = tempfile::tempdir().unwrap();
+    let (service, agent) = start(directory.path()).await;
+    let id = connect(&service, &agent, "linear").await;
+    let connections = service.connections();
+    for attempt in 1..=5u32 {
+        let outcome = connections.sync(&agent, &id).await.unwrap();
+        assert_eq!(outcome.run.status, "error", "attempt {attempt}");
+        let error = outcome.error.clone().unwrap_or_default();
+        assert!(
+            error.contains("panic") && error.contains("scripted provider bug"),
+            "attempt {attempt}: {error}"
+        );
+        assert!(!error.contains("secret-token-123"), "{error}");
+        let expected = if attempt < 5 {
+            ConnectionStatus::Error
+        } else {
+            ConnectionStatus::Paused
+        };
+        assert_eq!(outcome.status, expected, "attempt {attempt}");
+    }
+    let view = connections.get(&agent, &id).await.unwrap();
+    assert_eq!(view.status, ConnectionStatus::Paused);
+    assert_eq!(view.consecutive_failures, 5);
+    assert!(view.next_sync_at.is_none(), "{:?}", view.next_sync_at);
+    let runs = connections.runs(&agent, &id, 10).await.unwrap();
+    assert_eq!(runs.len(), 5);
+    assert!(runs.iter().all(|run| run.status == "error"));
+    assert!(PANICKING_WALKS.load(Ordering::SeqCst) >= 5);
+    // The lock is free again: the connection can be deleted at once.
+    connections.delete(&agent, &id, false).await.unwrap();
+    service.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_now_during_a_run_joins_it_instead_of_walking_again() {
+    let directory = tempfile::tempdir().unwrap();
+    let (service, agent) = start(directory.path()).await;
+    let id = connect(&service, &agent, "hubspot").await;
+    let connections = service.connections();
+    let walks_before = SLOW_WALKS.load(Ordering::SeqCst);
+    let first = {
+        let (connections, agent, id) = (connections.clone(), agent.clone(), id.clone());
+        tokio::spawn(async move { connections.sync(&agent, &id).await })
+    };
+    // The first run is walking (it takes 600 ms) when the second "sync now" comes.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let second = connections.sync(&agent, &id).await.unwrap();
+    let first = first.await.unwrap().unwrap();
+    assert_eq!(
+        second.run.id, first.run.id,
+        "the second call joined the first run"
+    );
+    assert_eq!(second.status, ConnectionStatus::Active);
+    assert_eq!(SLOW_WALKS.load(Ordering::SeqCst) - walks_before, 1);
+    let runs = connections.runs(&agent, &id, 10).await.unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    // With no run in progress, "sync now" runs.
+    let third = connections.sync(&agent, &id).await.unwrap();
+    assert_ne!(third.run.id, first.run.id);
+    assert_eq!(SLOW_WALKS.load(Ordering::SeqCst) - walks_before, 2);
+    service.shutdown().await;
+}
