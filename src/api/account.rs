@@ -15,8 +15,8 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
 use memvault_accounts::reveal::escape_html;
-use memvault_types::rate_limit::{Decision, FixedWindowLimiter, RateLimiter};
 use memvault_core::{Accounts, Error as ServiceError, RevealPurpose};
+use memvault_types::rate_limit::{Decision, FixedWindowLimiter, RateLimiter};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -76,8 +76,13 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EmailRequest {
-    /// The account's mail address.
-    #[schema(example = "ada@example.com")]
+    /// The account's mail address: an ASCII local part (at most 64 characters), `@`, a
+    /// host name.
+    #[schema(
+        example = "ada@example.com",
+        max_length = 254,
+        pattern = r"^[ \t\r\n]*[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*[ \t\r\n]*$"
+    )]
     pub email: String,
 }
 

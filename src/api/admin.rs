@@ -37,6 +37,10 @@ const EMAIL_MAX_CHARS: usize = 254;
 #[serde(deny_unknown_fields)]
 pub struct CreateTenantRequest {
     pub name: String,
+    #[schema(
+        max_length = 254,
+        pattern = r"^[ \t\r\n]*[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*[ \t\r\n]*$"
+    )]
     pub email: String,
     /// Default `free`.
     pub tier: Option<String>,
@@ -137,15 +141,44 @@ pub struct DeleteAccountResponse {
     pub erasing_since: DateTime<Utc>,
 }
 
-/// A mail address the service can send to (trimmed), or a 422.
+/// The shape of an email the API takes, as its OpenAPI schema states it
+/// ([`EMAIL_PATTERN`]): an ASCII dot-atom local part, `@`, a host name; spaces, tabs and
+/// line ends around it are trimmed.
+pub const EMAIL_PATTERN: &str = r"^[ \t\r\n]*[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*[ \t\r\n]*$";
+
+/// A mail address the service can send to (trimmed), or a 422. The rule is
+/// [`EMAIL_PATTERN`] (what `/openapi.json` says), at most 64 characters before the `@`
+/// and 254 in all; lettre checks the result as well.
 pub fn valid_email(email: &str) -> ApiResult<String> {
-    let email = email.trim();
-    if email.chars().count() > EMAIL_MAX_CHARS || !memvault_mail::is_address(email) {
+    let email = email.trim_matches([' ', '\t', '\r', '\n']);
+    let fits = email.chars().count() <= EMAIL_MAX_CHARS && email_shape(email);
+    if !fits || !memvault_mail::is_address(email) {
         return Err(ApiError::Validation(format!(
             "email '{email}' is not a valid address"
         )));
     }
     Ok(email.to_owned())
+}
+
+/// [`EMAIL_PATTERN`] without its surrounding whitespace, written out (no regex engine).
+fn email_shape(email: &str) -> bool {
+    const LOCAL_SYMBOLS: &str = "!#$%&'*+/=?^_`{|}~-";
+    let Some((local, domain)) = email.split_once('@') else {
+        return false;
+    };
+    let atom = |part: &str| {
+        !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || LOCAL_SYMBOLS.contains(c))
+    };
+    let label = |part: &str| {
+        (1..=63).contains(&part.len())
+            && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !part.starts_with('-')
+            && !part.ends_with('-')
+    };
+    local.len() <= 64 && local.split('.').all(atom) && domain.split('.').all(label)
 }
 
 impl CreateTenantRequest {
@@ -291,4 +324,47 @@ pub async fn delete_account(
             erasing_since: started.since,
         }),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_the_schema_takes_are_the_ones_the_server_takes() {
+        for good in [
+            "ada@example.com",
+            " ada.lovelace+memvault@mail.example.org\n",
+            "o'brien@x",
+            "a@b-c.d",
+        ] {
+            assert!(valid_email(good).is_ok(), "{good:?}");
+        }
+        for bad in [
+            "",
+            "ada",
+            "@example.com",
+            "ada@",
+            "a..b@example.com",
+            ".ada@example.com",
+            "ada@-example.com",
+            "ada@example-.com",
+            "ada@exa_mple.com",
+            "jörg@example.de",
+            "ada lovelace@example.com",
+            "\u{a0}ada@example.com",
+            &format!("{}@example.com", "a".repeat(65)),
+        ] {
+            assert!(valid_email(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_documented_pattern_is_the_one_in_the_schema() {
+        use utoipa::PartialSchema;
+        let signup = serde_json::to_value(crate::api::account::EmailRequest::schema()).unwrap();
+        assert_eq!(signup["properties"]["email"]["pattern"], EMAIL_PATTERN);
+        let tenant = serde_json::to_value(CreateTenantRequest::schema()).unwrap();
+        assert_eq!(tenant["properties"]["email"]["pattern"], EMAIL_PATTERN);
+    }
 }

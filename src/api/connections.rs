@@ -339,16 +339,32 @@ pub async fn runs(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
 pub struct ProviderPath {
-    /// `notion`, `slack`, `gdrive` or `gmail`.
+    /// `notion`, `slack`, `gdrive` or `gmail`: the providers with an OAuth flow (another
+    /// is 422 `provider_not_supported`).
+    #[param(value_type = OAuthProvider, inline)]
     pub provider: String,
+}
+
+/// The providers a connection can be made with through OAuth, for the OpenAPI
+/// description; the path stays a string so that another provider gets its own code.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum OAuthProvider {
+    Notion,
+    Slack,
+    Gdrive,
+    Gmail,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct StartQuery {
-    /// The collection the connection will write to.
+    /// The collection the connection will write to (created when missing).
+    #[param(max_length = 128, pattern = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$")]
     pub collection: String,
     pub name: Option<String>,
+    #[param(max_length = 100)]
     pub container_tag: Option<String>,
     /// Slack: the channel to sync.
     pub channel_id: Option<String>,
@@ -358,6 +374,8 @@ pub struct StartQuery {
     pub folder_id: Option<String>,
     /// Drive or Gmail: a search query.
     pub query: Option<String>,
+    /// Minutes between scheduled syncs (default 60, at most a week).
+    #[param(minimum = 1, maximum = 10080)]
     pub sync_interval_minutes: Option<u64>,
 }
 

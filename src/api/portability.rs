@@ -226,7 +226,8 @@ pub struct ImportRequest {
     /// `metadata`?, or bare names), even empty ones.
     #[schema(value_type = Option<Vec<Object>>)]
     pub collections: Option<Vec<Value>>,
-    /// Put every memory into this one collection instead.
+    /// Put every memory into this one collection instead (created when missing).
+    #[schema(max_length = 128, pattern = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$")]
     pub into_collection: Option<String>,
 }
 

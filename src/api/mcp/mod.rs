@@ -89,14 +89,15 @@ impl RpcError {
     }
 }
 
-/// A JSON-RPC 2.0 id, for the OpenAPI description: a string or a number (JSON-RPC 2.0
-/// section 4); a message's `id` may also be null or absent.
+/// A JSON-RPC 2.0 id, for the OpenAPI description: a string or any number (JSON-RPC 2.0
+/// section 4 allows fractions, though it discourages them; the answer echoes the id as
+/// sent); a message's `id` may also be null or absent.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(untagged)]
 #[allow(dead_code)]
 pub enum JsonRpcId {
     Text(String),
-    Number(i64),
+    Number(f64),
 }
 
 /// A JSON-RPC 2.0 message (request, notification or response), for the OpenAPI
