@@ -480,14 +480,25 @@ pub struct ConnectedQuery {
 }
 
 /// The page the browser lands on after the callback: it says the connection was made and
-/// how to follow it (it shows nothing but the id the redirect carried).
+/// how to follow it (it shows nothing but the id the redirect carried). Only the providers
+/// with an OAuth flow have one (another is 422 `provider_not_supported`).
 #[utoipa::path(get, path = "/oauth/{provider}/connected", tag = "connectors",
     params(ProviderPath, ConnectedQuery),
-    responses((status = 200, description = "the landing page", content_type = "text/html", body = String)))]
+    responses((status = 200, description = "the landing page", content_type = "text/html", body = String),
+        (status = 422, body = ErrorBody)))]
 pub async fn oauth_connected(
     ApiPath(path): ApiPath<ProviderPath>,
     ApiQuery(query): ApiQuery<ConnectedQuery>,
-) -> Html<String> {
+) -> ApiResult<Html<String>> {
+    let has_oauth = memvault_connectors::ProviderKind::parse(&path.provider)
+        .is_some_and(|kind| kind.has_oauth());
+    if !has_oauth {
+        return Err(memvault_core::Error::ProviderNotSupported(format!(
+            "'{}' has no OAuth flow: notion, slack, gdrive and gmail do",
+            path.provider
+        ))
+        .into());
+    }
     let id = query.connection.unwrap_or_default();
     let body = format!(
         "<p>memvault is now connected to {provider}. The first sync runs at the next scheduled \
@@ -496,5 +507,5 @@ pub async fn oauth_connected(
         provider = escape_html(&path.provider),
         id = escape_html(&id),
     );
-    Html(page("Connected", &body))
+    Ok(Html(page("Connected", &body)))
 }

@@ -547,6 +547,15 @@ fn oauth_connect(server: &TestServer, client: &Client, provider: &str, collectio
     let page = browser.get(&location).send().unwrap();
     assert_eq!(page.status(), 200);
     assert!(page.text().unwrap().contains("now connected"));
+    // Only the providers with an OAuth flow have a landing page.
+    let elsewhere = browser
+        .get(format!(
+            "{}{CONNECTIONS}/oauth/linear/connected?connection=x",
+            server.base_url
+        ))
+        .send()
+        .unwrap();
+    assert_eq!(elsewhere.status(), 422);
     let replay = browser.get(&landing).send().unwrap();
     assert_eq!(replay.status(), 400, "a state is used once");
     let id = location.rsplit('=').next().unwrap().to_owned();
