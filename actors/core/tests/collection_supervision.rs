@@ -1,6 +1,8 @@
 //! Actor tests without HTTP: a collection actor that fails is restarted by its tenant
 //! actor with its state reloaded from the store; meanwhile requests fail fast.
 
+mod support;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,32 +12,12 @@ use memvault_core::memory::NewMemory;
 use memvault_core::service::NewTenant;
 use memvault_core::service::{Read, Write};
 use memvault_core::{Agent, Error, ListPage, Memvault, ServiceConfig};
-use memvault_embed::{Embedder, EmbeddingError, EmbeddingService};
+use memvault_embed::EmbeddingService;
 use memvault_storage::error::Result as StoreResult;
 use memvault_storage::{
     ApiKeyRecord, CollectionName, CollectionRecord, ImportJobRecord, ImportPayload, ImportStore,
     MemoryStore, MetaStore, SledStore, StorageError, StoredMemory, TenantId, TenantRecord,
 };
-
-/// Vectors from text lengths: enough for tests that are about actors, not semantics.
-struct LengthEmbedder;
-
-impl Embedder for LengthEmbedder {
-    fn model_name(&self) -> &str {
-        "length"
-    }
-
-    fn dimensions(&self) -> usize {
-        4
-    }
-
-    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
-        Ok(texts
-            .iter()
-            .map(|text| vec![text.len() as f32, 1.0, 0.0, 0.0])
-            .collect())
-    }
-}
 
 /// Sled, with memory writes that fail while `failing` is set.
 struct FlakyStore {
@@ -483,7 +465,7 @@ fn new_memory(text: &str) -> NewMemory {
 }
 
 async fn start(store: Arc<FlakyStore>) -> (Memvault, Agent) {
-    let embedder = EmbeddingService::start(Arc::new(LengthEmbedder), 16);
+    let embedder = EmbeddingService::start(Arc::new(support::LengthEmbedder), 16);
     let service = Memvault::start(
         store,
         Embedders::new(embedder, None),
@@ -615,7 +597,7 @@ async fn everything_is_reloaded_after_a_full_restart() {
     service.shutdown().await;
     drop(service);
 
-    let embedder = EmbeddingService::start(Arc::new(LengthEmbedder), 16);
+    let embedder = EmbeddingService::start(Arc::new(support::LengthEmbedder), 16);
     let service = Memvault::start(
         open(),
         Embedders::new(embedder, None),

@@ -2,6 +2,8 @@
 //! run with its reason and counts toward the pause like any failure; a "sync now" while a
 //! run is in progress joins that run instead of walking the provider again.
 
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,29 +17,9 @@ use memvault_core::connectors::ProviderCatalog;
 use memvault_core::embedders::Embedders;
 use memvault_core::service::{NewConnection, NewTenant, Write};
 use memvault_core::{Agent, Memvault, ServiceConfig};
-use memvault_embed::{Embedder, EmbeddingError, EmbeddingService};
+use memvault_embed::EmbeddingService;
 use memvault_storage::{CollectionName, ConnectionStatus, SecretBox, SledStore};
 use serde_json::{json, Map, Value};
-
-/// Embeddings of no meaning: these tests store nothing worth searching.
-struct LengthEmbedder;
-
-impl Embedder for LengthEmbedder {
-    fn model_name(&self) -> &str {
-        "length"
-    }
-
-    fn dimensions(&self) -> usize {
-        4
-    }
-
-    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
-        Ok(texts
-            .iter()
-            .map(|text| vec![text.len() as f32, 1.0, 0.0, 0.0])
-            .collect())
-    }
-}
 
 /// Walks into the provider's changes: how many times, over the whole test binary.
 static PANICKING_WALKS: AtomicUsize = AtomicUsize::new(0);
@@ -122,7 +104,7 @@ async fn start(directory: &std::path::Path) -> (Memvault, Agent) {
     config.connectors.catalog = ProviderCatalog(scripted);
     // The scheduler stays out of the way: these tests drive every run.
     config.connectors.tick = Duration::from_secs(3600);
-    let embedder = EmbeddingService::start(Arc::new(LengthEmbedder), 16);
+    let embedder = EmbeddingService::start(Arc::new(support::LengthEmbedder), 16);
     let store = Arc::new(SledStore::open(directory).unwrap());
     let service = Memvault::start(store, Embedders::new(embedder, None), config)
         .await

@@ -665,15 +665,13 @@ mod tests {
         let mut config = server.config("test-model");
         config.timeout = Duration::from_millis(200);
         config.max_retries = 0;
-        let started = Instant::now();
         let error = OpenAiClient::new(config)
             .unwrap()
             .chat(request())
             .await
             .unwrap_err();
+        // The reply comes after 5 s: a Timeout error can only be the client's own.
         assert_eq!(error, LlmError::Timeout);
-        // The reply comes after 5 s: an error before it is the timeout's.
-        assert!(started.elapsed() < Duration::from_secs(5));
         assert_eq!(server.request_count(), 1);
     }
 
