@@ -69,7 +69,7 @@ pub enum Outcome {
 #[async_trait]
 pub trait JobKind: Send + Sync + 'static {
     /// What identifies one job in the kind's store.
-    type Key: Clone + Debug + Send + Sync + 'static;
+    type Key: Clone + Debug + PartialEq + Send + Sync + 'static;
 
     /// The kind's name in logs and metrics (snake_case).
     const NAME: &'static str;

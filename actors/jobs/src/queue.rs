@@ -7,6 +7,10 @@
 //! never stored by two actors at once. When a worker dies mid-job (a panic, a kill) the
 //! supervisor settles the job as a failed attempt and starts a new worker after the
 //! kind's back-off.
+//!
+//! A queue is opened before the kind exists ([`JobQueue::open`]) and runs once it does
+//! ([`JobQueue::run`]): the service holds the handle of a queue whose kind needs the
+//! service, with no late wiring. Jobs submitted in between wait for the workers.
 
 use std::collections::{BTreeMap, HashMap};
 use std::marker::PhantomData;
@@ -32,6 +36,8 @@ pub enum JobError {
     Start(&'static str, String),
     #[error("the {0} queue is stopped")]
     Stopped(&'static str),
+    #[error("the {0} queue is already running")]
+    AlreadyRunning(&'static str),
 }
 
 /// The handle to one kind's queue; cheap to clone.
@@ -50,9 +56,29 @@ impl<K: JobKind> Clone for JobQueue<K> {
 }
 
 impl<K: JobKind> JobQueue<K> {
-    /// Starts the kind's supervisor with `workers` workers and queues every job the kind
-    /// reports unfinished.
+    /// Opens and runs the kind's queue: [`Self::open`], then [`Self::run`].
     pub async fn start(kind: Arc<K>, workers: usize) -> Result<Self, JobError> {
+        let queue = Self::open().await?;
+        queue.run(kind, workers).await?;
+        Ok(queue)
+    }
+
+    /// Starts the kind's supervisor without workers: jobs submitted now wait until
+    /// [`Self::run`].
+    pub async fn open() -> Result<Self, JobError> {
+        let metrics = Arc::new(JobMetrics::default());
+        let (supervisor, _) = Actor::spawn(None, JobSupervisor::<K>(PhantomData), metrics.clone())
+            .await
+            .map_err(|error| JobError::Start(K::NAME, error.to_string()))?;
+        Ok(Self {
+            supervisor,
+            metrics,
+        })
+    }
+
+    /// Gives the queue its kind and `workers` workers, and queues every job the kind
+    /// reports unfinished (those already submitted are not queued twice).
+    pub async fn run(&self, kind: Arc<K>, workers: usize) -> Result<(), JobError> {
         let unfinished = kind
             .unfinished()
             .await
@@ -64,19 +90,22 @@ impl<K: JobKind> JobQueue<K> {
                 "resuming unfinished jobs"
             );
         }
-        let metrics = Arc::new(JobMetrics::default());
-        let args = SupervisorArgs {
+        let start = Start {
             kind,
             workers: workers.max(1),
-            metrics: metrics.clone(),
             unfinished,
         };
-        let (supervisor, _) = Actor::spawn(None, JobSupervisor::<K>(PhantomData), args)
+        let answer = self
+            .supervisor
+            .call(|reply| SupervisorMessage::Start(start, reply), None)
             .await
             .map_err(|error| JobError::Start(K::NAME, error.to_string()))?;
-        Ok(Self {
-            supervisor,
-            metrics,
+        let ractor::rpc::CallResult::Success(started) = answer else {
+            return Err(JobError::Stopped(K::NAME));
+        };
+        started.map_err(|error| match error {
+            StartError::AlreadyRunning => JobError::AlreadyRunning(K::NAME),
+            StartError::Workers(reason) => JobError::Start(K::NAME, reason),
         })
     }
 
@@ -161,7 +190,21 @@ async fn settle<K: JobKind>(
     })
 }
 
+/// What [`JobQueue::run`] gives the supervisor.
+struct Start<K: JobKind> {
+    kind: Arc<K>,
+    workers: usize,
+    unfinished: Vec<Pending<K::Key>>,
+}
+
+enum StartError {
+    AlreadyRunning,
+    Workers(String),
+}
+
 enum SupervisorMessage<K: JobKind> {
+    /// The kind and its workers: the queue runs from now on.
+    Start(Start<K>, ractor::RpcReplyPort<Result<(), StartError>>),
     /// A persisted job to queue.
     Submit(Pending<K::Key>),
     /// A worker settled its job and is idle again.
@@ -177,13 +220,6 @@ enum SupervisorMessage<K: JobKind> {
 
 struct JobSupervisor<K>(PhantomData<fn() -> K>);
 
-struct SupervisorArgs<K: JobKind> {
-    kind: Arc<K>,
-    workers: usize,
-    metrics: Arc<JobMetrics>,
-    unfinished: Vec<Pending<K::Key>>,
-}
-
 /// A busy worker and the job it holds.
 type Busy<K> = (ActorRef<WorkerMessage<K>>, Pending<<K as JobKind>::Key>);
 
@@ -195,8 +231,9 @@ struct GroupState {
 }
 
 struct SupervisorState<K: JobKind> {
-    /// Runs the jobs; shared with every worker.
-    kind: Arc<K>,
+    /// Runs the jobs; shared with every worker. `None` until [`JobQueue::run`]: the
+    /// jobs wait.
+    kind: Option<Arc<K>>,
     /// Counted here, read by the operator endpoint.
     metrics: Arc<JobMetrics>,
     /// Waiting jobs by (due time, submission order): the earliest due first, ties in the
@@ -223,7 +260,8 @@ impl<K: JobKind> SupervisorState<K> {
 
     /// Until when the job's group is paused, if it is.
     fn paused_until(&mut self, key: &K::Key, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let group = self.groups.get_mut(&self.kind.group(key))?;
+        let name = self.kind.as_ref()?.group(key);
+        let group = self.groups.get_mut(&name)?;
         match group.paused_until {
             Some(until) if until > now => Some(until),
             Some(_) => {
@@ -237,6 +275,10 @@ impl<K: JobKind> SupervisorState<K> {
     /// Hands due jobs to idle workers; a job of a paused group moves to the pause's end.
     fn dispatch(&mut self) {
         let now = Utc::now();
+        if self.kind.is_none() {
+            self.publish_gauges(now);
+            return;
+        }
         while !self.idle.is_empty() {
             let Some(entry) = self.waiting.first_entry() else {
                 break;
@@ -277,7 +319,10 @@ impl<K: JobKind> SupervisorState<K> {
 
     /// Counts a settled job against its group, pausing the group when the kind says so.
     fn record(&mut self, key: &K::Key, settled: Settled<K::Key>) {
-        let group_name = self.kind.group(key);
+        let Some(kind) = self.kind.clone() else {
+            return;
+        };
+        let group_name = kind.group(key);
         let failed = match settled {
             Settled::Done => {
                 self.metrics.count(Event::Done);
@@ -294,7 +339,7 @@ impl<K: JobKind> SupervisorState<K> {
                 true
             }
         };
-        let Some(policy) = self.kind.pause_policy().filter(|_| failed) else {
+        let Some(policy) = kind.pause_policy().filter(|_| failed) else {
             return;
         };
         let group = self.groups.entry(group_name.clone()).or_default();
@@ -314,9 +359,53 @@ impl<K: JobKind> SupervisorState<K> {
         }
     }
 
+    /// Takes the kind: starts its workers and its tick, and queues its unfinished jobs
+    /// but those already waiting.
+    async fn start(
+        &mut self,
+        myself: &ActorRef<SupervisorMessage<K>>,
+        start: Start<K>,
+    ) -> Result<(), StartError> {
+        if self.kind.is_some() {
+            return Err(StartError::AlreadyRunning);
+        }
+        for _ in 0..start.workers {
+            let worker = start_worker(myself, &start.kind)
+                .await
+                .map_err(|error| StartError::Workers(error.to_string()))?;
+            self.idle.push(worker);
+        }
+        for pending in start.unfinished {
+            let queued = self
+                .waiting
+                .values()
+                .any(|waiting| waiting.key == pending.key);
+            if !queued {
+                self.enqueue(pending);
+            }
+        }
+        let period = (start.kind.policy().backoff.initial / 2).clamp(TICK_MIN, TICK_MAX);
+        let ticker = myself.clone();
+        self.ticker = Some(tokio::spawn(async move {
+            let mut interval = tokio::time::interval(period);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                interval.tick().await;
+                if ticker.cast(SupervisorMessage::Tick).is_err() {
+                    return;
+                }
+            }
+        }));
+        self.kind = Some(start.kind);
+        Ok(())
+    }
+
     fn schedule_worker_start(&mut self, myself: &ActorRef<SupervisorMessage<K>>) {
+        let Some(kind) = &self.kind else {
+            return;
+        };
         self.worker_failures += 1;
-        let delay = self.kind.policy().backoff.delay(self.worker_failures);
+        let delay = kind.policy().backoff.delay(self.worker_failures);
         myself.send_after(delay, || SupervisorMessage::StartWorker);
     }
 }
@@ -342,53 +431,24 @@ async fn start_worker<K: JobKind>(
 impl<K: JobKind> Actor for JobSupervisor<K> {
     type Msg = SupervisorMessage<K>;
     type State = SupervisorState<K>;
-    type Arguments = SupervisorArgs<K>;
+    type Arguments = Arc<JobMetrics>;
 
     async fn pre_start(
         &self,
-        myself: ActorRef<Self::Msg>,
-        args: SupervisorArgs<K>,
+        _myself: ActorRef<Self::Msg>,
+        metrics: Arc<JobMetrics>,
     ) -> Result<SupervisorState<K>, ActorProcessingErr> {
-        let mut idle = Vec::with_capacity(args.workers);
-        for _ in 0..args.workers {
-            idle.push(start_worker(&myself, &args.kind).await?);
-        }
-        let mut state = SupervisorState {
-            kind: args.kind,
-            metrics: args.metrics,
+        Ok(SupervisorState {
+            kind: None,
+            metrics,
             waiting: BTreeMap::new(),
             sequence: 0,
-            idle,
+            idle: Vec::new(),
             busy: HashMap::new(),
             worker_failures: 0,
             groups: HashMap::new(),
             ticker: None,
-        };
-        for pending in args.unfinished {
-            state.enqueue(pending);
-        }
-        Ok(state)
-    }
-
-    async fn post_start(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        state: &mut SupervisorState<K>,
-    ) -> Result<(), ActorProcessingErr> {
-        let period = (state.kind.policy().backoff.initial / 2).clamp(TICK_MIN, TICK_MAX);
-        let ticker = myself.clone();
-        state.ticker = Some(tokio::spawn(async move {
-            let mut interval = tokio::time::interval(period);
-            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-            loop {
-                interval.tick().await;
-                if ticker.cast(SupervisorMessage::Tick).is_err() {
-                    return;
-                }
-            }
-        }));
-        state.dispatch();
-        Ok(())
+        })
     }
 
     async fn post_stop(
@@ -418,6 +478,10 @@ impl<K: JobKind> Actor for JobSupervisor<K> {
         state: &mut SupervisorState<K>,
     ) -> Result<(), ActorProcessingErr> {
         match message {
+            SupervisorMessage::Start(start, reply) => {
+                let started = state.start(&myself, start).await;
+                let _ = reply.send(started);
+            }
             SupervisorMessage::Submit(pending) => state.enqueue(pending),
             SupervisorMessage::Finished { worker, settled } => {
                 if let Some((worker, pending)) = state.busy.remove(&worker) {
@@ -427,13 +491,18 @@ impl<K: JobKind> Actor for JobSupervisor<K> {
                 }
             }
             SupervisorMessage::Tick => {}
-            SupervisorMessage::StartWorker => match start_worker(&myself, &state.kind).await {
-                Ok(worker) => state.idle.push(worker),
-                Err(error) => {
-                    tracing::warn!(kind = K::NAME, %error, "job worker did not start; retrying");
-                    state.schedule_worker_start(&myself);
+            SupervisorMessage::StartWorker => {
+                let Some(kind) = state.kind.clone() else {
+                    return Ok(());
+                };
+                match start_worker(&myself, &kind).await {
+                    Ok(worker) => state.idle.push(worker),
+                    Err(error) => {
+                        tracing::warn!(kind = K::NAME, %error, "job worker did not start; retrying");
+                        state.schedule_worker_start(&myself);
+                    }
                 }
-            },
+            }
         }
         state.dispatch();
         Ok(())
@@ -456,10 +525,10 @@ impl<K: JobKind> Actor for JobSupervisor<K> {
         let held = state.busy.remove(&id);
         state.metrics.count(Event::Restart);
         tracing::warn!(kind = K::NAME, job = ?held.as_ref().map(|(_, pending)| &pending.key), %reason, "job worker died; restarting it");
-        if let Some((_, pending)) = held {
+        if let (Some((_, pending)), Some(kind)) = (held, state.kind.clone()) {
             let key = pending.key.clone();
             let outcome = Outcome::Retry(format!("the worker died: {reason}"));
-            let settled = settle(&*state.kind, pending, outcome).await;
+            let settled = settle(&*kind, pending, outcome).await;
             state.record(&key, settled);
         }
         state.schedule_worker_start(&myself);

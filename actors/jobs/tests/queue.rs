@@ -294,3 +294,28 @@ async fn a_group_that_keeps_failing_pauses_and_the_others_run_on() {
     until("the pause over", || kind.record("bad/3").state == "done").await;
     queue.stop().await;
 }
+
+#[tokio::test]
+async fn an_opened_queue_holds_its_jobs_until_it_runs_and_queues_each_once() {
+    let kind = Arc::new(Scripted::default());
+    // "a/1" is both submitted before the run and reported unfinished by the kind.
+    kind.unfinished.lock().unwrap().extend([
+        Pending::new("a/1".to_owned()),
+        Pending::new("b/1".to_owned()),
+    ]);
+    let queue = JobQueue::<Scripted>::open().await.unwrap();
+    queue.submit("a/1".to_owned()).unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(kind.record("a/1").started, 0, "no worker before run");
+    assert_eq!(queue.metrics().queued, 1);
+
+    queue.run(kind.clone(), 1).await.unwrap();
+    until("both jobs done", || queue.metrics().done == 2).await;
+    assert_eq!(kind.record("a/1").started, 1, "queued once, run once");
+    assert_eq!(kind.record("b/1").started, 1);
+    assert!(matches!(
+        queue.run(kind.clone(), 1).await,
+        Err(memvault_jobs::JobError::AlreadyRunning(_))
+    ));
+    queue.stop().await;
+}

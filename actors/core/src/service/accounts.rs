@@ -121,12 +121,7 @@ impl Accounts {
             })
             .await?;
         self.root.detach_tenant(&record.id).await;
-        if self
-            .root
-            .erasure_queue()?
-            .submit(record.id.clone())
-            .is_err()
-        {
+        if self.root.erasure_queue().submit(record.id.clone()).is_err() {
             // Stopping: the marked record makes the next start resume it.
             tracing::warn!(tenant = %record.id, "erasure queue stopped; the erasure resumes at the next start");
         }
@@ -284,5 +279,46 @@ impl Accounts {
             .mail
             .as_ref()
             .ok_or(Error::MailNotConfigured)
+    }
+}
+
+/// What erasure jobs run: taking the tenant out of the running service and deleting its
+/// files.
+#[async_trait::async_trait]
+impl crate::account::ErasureSteps for Accounts {
+    async fn detach(&self, tenant: &TenantId) {
+        self.root.detach_tenant(tenant).await;
+    }
+
+    async fn erase_files(
+        &self,
+        tenant: &TenantId,
+        settings: &memvault_storage::TenantSettings,
+    ) -> Result<usize> {
+        let inner = &self.root.inner;
+        let mut erased = inner
+            .stores
+            .platform()
+            .delete_tenant(tenant)
+            .await
+            .map_err(|error| Error::Blobs(error.to_string()))?;
+        if let Some(config) = &settings.storage {
+            // The tenant's own bucket: its files go too, when it can still be reached; a
+            // bucket gone or no longer ours must not hold the erasure up.
+            let secrets = inner.intelligence.secrets().ok();
+            match inner.stores.active(tenant, Some(config), secrets) {
+                Ok(placed) => match placed.store.delete_tenant(tenant).await {
+                    Ok(count) => erased += count,
+                    Err(error) => {
+                        tracing::warn!(tenant = %tenant, %error, "the tenant's own bucket could not be emptied")
+                    }
+                },
+                Err(error) => {
+                    tracing::warn!(tenant = %tenant, %error, "the tenant's own bucket could not be opened")
+                }
+            }
+            inner.stores.forget(tenant);
+        }
+        Ok(erased)
     }
 }

@@ -443,7 +443,7 @@ impl Files {
         blocking(move || store.put_batch(&stored)).await?;
         if !batch.is_finished() {
             self.root
-                .ingest_queue()?
+                .ingest_queue()
                 .submit((batch.tenant_id.clone(), batch.id.clone()))
                 .map_err(|error| Error::TaskFailed {
                     task: "ingest queue",
@@ -492,7 +492,7 @@ impl Files {
         let (store, stored) = (self.root.inner.store.clone(), batch.clone());
         blocking(move || store.put_batch(&stored)).await?;
         self.root
-            .ingest_queue()?
+            .ingest_queue()
             .submit((batch.tenant_id.clone(), batch.id.clone()))
             .map_err(|error| Error::TaskFailed {
                 task: "ingest queue",
@@ -1397,26 +1397,15 @@ fn blob_error(error: BlobError) -> Error {
     }
 }
 
-/// What ingest jobs run, through a weak reference to the service (the queue lives in it).
-pub(super) struct BatchItems(pub(super) std::sync::Weak<super::Inner>);
-
-impl BatchItems {
-    fn files(&self) -> std::result::Result<Files, String> {
-        self.0
-            .upgrade()
-            .map(|inner| Memvault { inner }.files())
-            .ok_or_else(|| "the service is stopping".to_owned())
-    }
-}
-
+/// What ingest jobs run: the steps of one item.
 #[async_trait::async_trait]
-impl IngestItem for BatchItems {
+impl IngestItem for Files {
     async fn prepare(
         &self,
         batch: &IngestBatchRecord,
         item: &IngestItemRecord,
     ) -> std::result::Result<std::result::Result<Prepared, ItemOutcome>, String> {
-        let files = self.files()?;
+        let files = self;
         let Some(path) = &item.blob_path else {
             return Err("the file was not stored".to_owned());
         };
@@ -1471,7 +1460,7 @@ impl IngestItem for BatchItems {
         batch: &IngestBatchRecord,
         prepared: Prepared,
     ) -> std::result::Result<Vec<String>, String> {
-        let files = self.files()?;
+        let files = self;
         let access = CollectionAccess::resumed(
             &batch.tenant_id,
             &batch.created_by,
@@ -1488,7 +1477,7 @@ impl IngestItem for BatchItems {
         batch: &IngestBatchRecord,
         item: &IngestItemRecord,
     ) -> std::result::Result<(), String> {
-        let files = self.files()?;
+        let files = self;
         let Ok(entry) = files
             .root
             .collection_entry(&batch.tenant_id, &batch.collection)

@@ -27,7 +27,7 @@ mod tenants;
 mod webhooks;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -73,7 +73,7 @@ use crate::call::{blocking, call_actor};
 use crate::collection::{CollectionHandle, CollectionMessage};
 use crate::embedders::Embedders;
 use crate::error::{Error, Result};
-use crate::extraction::{ExtractionJobs, Remember};
+use crate::extraction::ExtractionJobs;
 use crate::metrics::{Counter, Metrics, Stage};
 use crate::reembed::{ReembedJobs, ReembedProgress};
 use crate::root::{RootActor, RootArgs, RootMessage};
@@ -278,77 +278,29 @@ fn schedule_pruning(scheduler: &Scheduler, store: &Arc<dyn Store>, config: &Serv
     );
 }
 
-/// What erasure jobs need of the running service, through a weak reference to it (the
-/// queue lives in the service).
-struct ErasureSteps(Weak<Inner>);
-
-#[async_trait::async_trait]
-impl crate::account::ErasureSteps for ErasureSteps {
-    async fn detach(&self, tenant: &TenantId) {
-        if let Some(inner) = self.0.upgrade() {
-            Memvault { inner }.detach_tenant(tenant).await;
-        }
-    }
-
-    async fn erase_files(
-        &self,
-        tenant: &TenantId,
-        settings: &memvault_storage::TenantSettings,
-    ) -> Result<usize> {
-        let inner = self
-            .0
-            .upgrade()
-            .ok_or_else(|| Error::Blobs("the service is stopping".to_owned()))?;
-        let mut erased = inner
-            .stores
-            .platform()
-            .delete_tenant(tenant)
-            .await
-            .map_err(|error| Error::Blobs(error.to_string()))?;
-        if let Some(config) = &settings.storage {
-            // The tenant's own bucket: its files go too, when it can still be reached; a
-            // bucket gone or no longer ours must not hold the erasure up.
-            let secrets = inner.intelligence.secrets().ok();
-            let own = inner.stores.active(tenant, Some(config), secrets);
-            match own {
-                Ok(placed) => match placed.store.delete_tenant(tenant).await {
-                    Ok(count) => erased += count,
-                    Err(error) => {
-                        tracing::warn!(tenant = %tenant, %error, "the tenant's own bucket could not be emptied")
-                    }
-                },
-                Err(error) => {
-                    tracing::warn!(tenant = %tenant, %error, "the tenant's own bucket could not be opened")
-                }
-            }
-            inner.stores.forget(tenant);
-        }
-        Ok(erased)
-    }
+/// Opens a job queue whose kind is given later ([`run_queue`]); `what` names the queue
+/// in the start-up error.
+async fn open_queue<K: memvault_jobs::JobKind>(what: &str) -> Result<JobQueue<K>> {
+    JobQueue::open().await.map_err(|error| Error::StartFailed {
+        what: what.to_owned(),
+        reason: error.to_string(),
+    })
 }
 
-/// What extraction jobs run: remember into a collection, through a weak reference to the
-/// service (the job queue lives in the service; a strong one would be a cycle).
-struct GraphWriter(Weak<Inner>);
-
-#[async_trait::async_trait]
-impl Remember for GraphWriter {
-    async fn remember_as(
-        &self,
-        tenant: &TenantId,
-        created_by: memvault_storage::CreatedBy,
-        collection: &CollectionName,
-        input: RememberInput,
-    ) -> Result<RememberOutcome> {
-        let inner = self
-            .0
-            .upgrade()
-            .ok_or_else(|| Error::ExtractionUnavailable("the service is stopping".to_owned()))?;
-        Memvault { inner }
-            .graph()
-            .remember_as(tenant, created_by, collection, input)
-            .await
-    }
+/// Runs an opened queue with its kind and `workers` workers.
+async fn run_queue<K: memvault_jobs::JobKind>(
+    queue: &JobQueue<K>,
+    kind: K,
+    workers: usize,
+    what: &str,
+) -> Result<()> {
+    queue
+        .run(Arc::new(kind), workers)
+        .await
+        .map_err(|error| Error::StartFailed {
+            what: what.to_owned(),
+            reason: error.to_string(),
+        })
 }
 
 /// Starts a job queue of `kind` with `workers` workers; it resumes the kind's unfinished
@@ -387,9 +339,9 @@ struct Inner {
     embedders: Embedders,
     caches: SearchCaches,
     intelligence: intelligence::Intelligence,
-    /// The extraction job queue; set once it has started (its kind holds a weak
-    /// reference back, so the service is built first).
-    extraction: OnceLock<JobQueue<ExtractionJobs>>,
+    /// The extraction job queue: opened before the service, run once the service (its
+    /// kind's writer) exists.
+    extraction: JobQueue<ExtractionJobs>,
     /// Delivers memory events to tenants' webhooks from the outbox.
     webhooks: JobQueue<WebhookDeliveries>,
     /// Where collection actors publish memory changes.
@@ -400,8 +352,8 @@ struct Inner {
     stores: memvault_files::TenantStores,
     /// Reads files in worker processes.
     reader: memvault_files::FileReader,
-    /// Asynchronous ingest batches; set once started (its kind holds a weak reference).
-    ingest: OnceLock<JobQueue<crate::files::IngestJobs>>,
+    /// Asynchronous ingest batches (opened, then run like extraction).
+    ingest: JobQueue<crate::files::IngestJobs>,
     /// Re-embeds collections built by another model than the configured one.
     reembed: JobQueue<ReembedJobs>,
     /// Sends the queued mail; `None` when the server has no mailer.
@@ -410,10 +362,10 @@ struct Inner {
     /// counted: the storage limit's check lists a tenant's files at most every
     /// [`FILES_USAGE_TTL`].
     files_usage: DashMap<TenantId, (std::time::Instant, u64)>,
-    /// Runs large imports; set once started (its kind holds a weak reference).
-    import: OnceLock<JobQueue<crate::account::ImportJobs>>,
-    /// Erases accounts; set once started (its kind holds a weak reference).
-    erasure: OnceLock<JobQueue<crate::account::AccountErasures>>,
+    /// Runs large imports (opened, then run like extraction).
+    import: JobQueue<crate::account::ImportJobs>,
+    /// Erases accounts (opened, then run like extraction).
+    erasure: JobQueue<crate::account::AccountErasures>,
     /// Serializes signups, so one email never gets two tenants.
     signups: tokio::sync::Mutex<()>,
     /// Reveal mails per address per minute.
@@ -545,16 +497,16 @@ impl Memvault {
                     FOREIGN_STORE_TIMEOUT,
                 ),
                 reader: memvault_files::FileReader::new(config.files.clone()),
-                ingest: OnceLock::new(),
+                ingest: open_queue("the ingest queue").await?,
                 intelligence,
-                extraction: OnceLock::new(),
+                extraction: open_queue("the extraction queue").await?,
                 webhooks,
                 events,
                 reembed,
                 reembed_progress,
                 mail,
-                erasure: OnceLock::new(),
-                import: OnceLock::new(),
+                erasure: open_queue("the erasure queue").await?,
+                import: open_queue("the import queue").await?,
                 files_usage: DashMap::new(),
                 signups: tokio::sync::Mutex::new(()),
                 mail_limiter: memvault_types::rate_limit::FixedWindowLimiter::new(100_000),
@@ -571,10 +523,7 @@ impl Memvault {
                 config,
             }),
         };
-        service.start_extraction().await?;
-        service.start_ingest().await?;
-        service.start_erasure().await?;
-        service.start_import().await?;
+        service.run_queues().await?;
         service.schedule_connectors();
         Ok(service)
     }
@@ -584,65 +533,44 @@ impl Memvault {
         self.inner.config.clock.now()
     }
 
-    /// Starts the extraction queue, which resumes every job a previous run left
-    /// unfinished.
-    async fn start_extraction(&self) -> Result<()> {
-        let remember = Arc::new(GraphWriter(Arc::downgrade(&self.inner)));
-        let kind = ExtractionJobs::new(self.inner.store.clone(), remember);
-        let queue = start_queue(
-            kind,
-            self.inner.config.extraction_workers,
+    /// Runs the queues opened with the service, each kind given the service's part it
+    /// writes through (a capability, not the service); each resumes the jobs a previous
+    /// run left unfinished.
+    async fn run_queues(&self) -> Result<()> {
+        let inner = &self.inner;
+        let extraction = ExtractionJobs::new(inner.store.clone(), Arc::new(self.graph()));
+        run_queue(
+            &inner.extraction,
+            extraction,
+            inner.config.extraction_workers,
             "the extraction queue",
         )
         .await?;
-        let _ = self.inner.extraction.set(queue);
-        Ok(())
-    }
-
-    /// Starts the ingest queue, which resumes every batch a previous run left unfinished.
-    async fn start_ingest(&self) -> Result<()> {
-        let items = Arc::new(files::BatchItems(Arc::downgrade(&self.inner)));
-        let kind = crate::files::IngestJobs::new(
-            self.inner.store.clone(),
-            items,
-            self.inner.config.files.item_deadline,
+        let ingest = crate::files::IngestJobs::new(
+            inner.store.clone(),
+            Arc::new(self.files()),
+            inner.config.files.item_deadline,
         );
-        let queue = start_queue(kind, 1, "the ingest queue").await?;
-        let _ = self.inner.ingest.set(queue);
-        Ok(())
-    }
-
-    /// Starts the erasure queue, which resumes every erasure a previous run left
-    /// unfinished.
-    async fn start_erasure(&self) -> Result<()> {
-        let kind = crate::account::AccountErasures::new(
-            self.inner.store.clone(),
-            Arc::new(ErasureSteps(Arc::downgrade(&self.inner))),
-            self.inner.config.index_dir.clone(),
-            self.inner.config.account.erasure,
+        run_queue(&inner.ingest, ingest, 1, "the ingest queue").await?;
+        let erasure = crate::account::AccountErasures::new(
+            inner.store.clone(),
+            Arc::new(self.accounts()),
+            inner.config.index_dir.clone(),
+            inner.config.account.erasure,
         );
-        let queue = start_queue(kind, 1, "the erasure queue").await?;
-        let _ = self.inner.erasure.set(queue);
-        Ok(())
-    }
-
-    /// Starts the import queue, which resumes every import a previous run left
-    /// unfinished.
-    async fn start_import(&self) -> Result<()> {
-        let kind = crate::account::ImportJobs::new(
-            self.inner.store.clone(),
-            Arc::new(portability::ImportWriter(Arc::downgrade(&self.inner))),
+        run_queue(&inner.erasure, erasure, 1, "the erasure queue").await?;
+        let import = crate::account::ImportJobs::new(
+            inner.store.clone(),
+            Arc::new(self.portability()),
             portability::IMPORT_BATCH,
         );
-        let queue = start_queue(kind, 1, "the import queue").await?;
-        let _ = self.inner.import.set(queue);
-        Ok(())
+        run_queue(&inner.import, import, 1, "the import queue").await
     }
 
     /// The connector scheduler: every tick, each due connection that is not running is
     /// synced (its checkpoint resumes a run a crash cut short).
     fn schedule_connectors(&self) {
-        let weak = Arc::downgrade(&self.inner);
+        let connections = self.connections();
         self.inner.scheduler.every(
             Recurring {
                 name: "connector_sync",
@@ -651,31 +579,20 @@ impl Memvault {
                 run_at_start: true,
             },
             move || {
-                let weak = weak.clone();
-                async move {
-                    match weak.upgrade() {
-                        Some(inner) => Memvault { inner }.connections().tick().await,
-                        None => Ok(()),
-                    }
-                }
+                let connections = connections.clone();
+                async move { connections.tick().await }
             },
         );
     }
 
-    /// The import queue (started with the service).
-    pub(crate) fn import_queue(&self) -> Result<&JobQueue<crate::account::ImportJobs>> {
-        self.inner.import.get().ok_or_else(|| Error::TaskFailed {
-            task: "import queue",
-            reason: "not started".to_owned(),
-        })
+    /// The import queue.
+    pub(crate) fn import_queue(&self) -> &JobQueue<crate::account::ImportJobs> {
+        &self.inner.import
     }
 
-    /// The erasure queue (started with the service).
-    pub(crate) fn erasure_queue(&self) -> Result<&JobQueue<crate::account::AccountErasures>> {
-        self.inner.erasure.get().ok_or_else(|| Error::TaskFailed {
-            task: "erasure queue",
-            reason: "not started".to_owned(),
-        })
+    /// The erasure queue.
+    pub(crate) fn erasure_queue(&self) -> &JobQueue<crate::account::AccountErasures> {
+        &self.inner.erasure
     }
 
     /// What the tenant holds now: collections and memories from the published snapshots,
@@ -777,12 +694,9 @@ impl Memvault {
         self.inner.audit.flush().await;
     }
 
-    /// The ingest queue (started with the service).
-    pub(crate) fn ingest_queue(&self) -> Result<&JobQueue<crate::files::IngestJobs>> {
-        self.inner.ingest.get().ok_or_else(|| Error::TaskFailed {
-            task: "ingest queue",
-            reason: "not started".to_owned(),
-        })
+    /// The ingest queue.
+    pub(crate) fn ingest_queue(&self) -> &JobQueue<crate::files::IngestJobs> {
+        &self.inner.ingest
     }
 
     /// Files: drop, uploads, attachments, downloads.
@@ -795,18 +709,10 @@ impl Memvault {
     pub async fn shutdown(&self) {
         self.inner.scheduler.stop();
         self.inner.audit.stop().await;
-        if let Some(extraction) = self.inner.extraction.get() {
-            extraction.stop().await;
-        }
-        if let Some(ingest) = self.inner.ingest.get() {
-            ingest.stop().await;
-        }
-        if let Some(erasure) = self.inner.erasure.get() {
-            erasure.stop().await;
-        }
-        if let Some(import) = self.inner.import.get() {
-            import.stop().await;
-        }
+        self.inner.extraction.stop().await;
+        self.inner.ingest.stop().await;
+        self.inner.erasure.stop().await;
+        self.inner.import.stop().await;
         self.inner.reembed.stop().await;
         if let Some(mail) = &self.inner.mail {
             mail.stop().await;

@@ -94,25 +94,18 @@ pub struct Operator {
 impl Operator {
     /// Every job kind's counters, since the process started.
     pub fn job_metrics(&self) -> Vec<(&'static str, JobMetricsSnapshot)> {
+        let inner = &self.root.inner;
         let mut kinds = vec![
-            ("webhook_delivery", self.root.inner.webhooks.metrics()),
-            ("reembed", self.root.inner.reembed.metrics()),
+            ("extraction", inner.extraction.metrics()),
+            ("webhook_delivery", inner.webhooks.metrics()),
+            ("reembed", inner.reembed.metrics()),
+            ("ingest", inner.ingest.metrics()),
         ];
-        if let Some(extraction) = self.root.inner.extraction.get() {
-            kinds.insert(0, ("extraction", extraction.metrics()));
-        }
-        if let Some(ingest) = self.root.inner.ingest.get() {
-            kinds.push(("ingest", ingest.metrics()));
-        }
-        if let Some(mail) = &self.root.inner.mail {
+        if let Some(mail) = &inner.mail {
             kinds.push(("mail", mail.metrics()));
         }
-        if let Some(erasure) = self.root.inner.erasure.get() {
-            kinds.push(("erasure", erasure.metrics()));
-        }
-        if let Some(import) = self.root.inner.import.get() {
-            kinds.push(("import", import.metrics()));
-        }
+        kinds.push(("erasure", inner.erasure.metrics()));
+        kinds.push(("import", inner.import.metrics()));
         kinds
     }
 

@@ -165,7 +165,7 @@ impl Portability {
         blocking(move || store.create_import(&stored, &payload)).await?;
         if self
             .root
-            .import_queue()?
+            .import_queue()
             .submit((job.tenant_id.clone(), job.id.clone()))
             .is_err()
         {
@@ -296,11 +296,9 @@ fn imported_of(item: &ImportItemRecord) -> ImportedMemory {
     }
 }
 
-/// What import jobs run, through a weak reference to the service (the queue lives in it).
-pub(super) struct ImportWriter(pub(super) std::sync::Weak<super::Inner>);
-
+/// What import jobs run: one range of an import's items.
 #[async_trait::async_trait]
-impl ImportRunner for ImportWriter {
+impl ImportRunner for Portability {
     async fn store(
         &self,
         job: &ImportJobRecord,
@@ -308,13 +306,7 @@ impl ImportRunner for ImportWriter {
         from: usize,
         to: usize,
     ) -> Result<()> {
-        let inner = self
-            .0
-            .upgrade()
-            .ok_or_else(|| Error::ExtractionUnavailable("the service is stopping".to_owned()))?;
-        let portability = Portability {
-            root: Memvault { inner },
-        };
+        let portability = self;
         let agent = portability.agent_of(job)?;
         let collections: Vec<ImportCollection> = payload
             .collections

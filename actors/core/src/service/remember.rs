@@ -135,7 +135,7 @@ impl Graph {
             updated_at: now,
         };
         self.put_job(job.clone()).await?;
-        self.extraction()?
+        self.extraction()
             .submit((job.tenant_id.clone(), job.id.clone()))
             .map_err(|error| Error::ExtractionUnavailable(error.to_string()))?;
         Ok(job)
@@ -430,10 +430,8 @@ impl Graph {
         })
     }
 
-    fn extraction(&self) -> Result<&memvault_jobs::JobQueue<crate::extraction::ExtractionJobs>> {
-        self.root.inner.extraction.get().ok_or_else(|| {
-            Error::ExtractionUnavailable("the extraction queue is not running".to_owned())
-        })
+    fn extraction(&self) -> &memvault_jobs::JobQueue<crate::extraction::ExtractionJobs> {
+        &self.root.inner.extraction
     }
 }
 
@@ -462,4 +460,18 @@ fn extractive_profile(facts: &[Arc<MemoryRecord>]) -> String {
         }
     }
     sections.join("\n\n")
+}
+
+/// What extraction jobs run: remember into a collection.
+#[async_trait::async_trait]
+impl crate::extraction::Remember for Graph {
+    async fn remember_as(
+        &self,
+        tenant: &TenantId,
+        created_by: memvault_storage::CreatedBy,
+        collection: &CollectionName,
+        input: RememberInput,
+    ) -> Result<RememberOutcome> {
+        Graph::remember_as(self, tenant, created_by, collection, input).await
+    }
 }
