@@ -431,6 +431,9 @@ pub struct ExtractionConfig {
     pub workers: usize,
     /// Finished jobs are kept for polling this many days.
     pub job_retention_days: u64,
+    /// A tenant's extraction pauses this long after its LLM could not be reached 5 times
+    /// in a row (its jobs stay queued); then one job probes the LLM.
+    pub pause_secs: u64,
 }
 
 impl Default for ExtractionConfig {
@@ -438,6 +441,7 @@ impl Default for ExtractionConfig {
         Self {
             workers: 2,
             job_retention_days: 7,
+            pause_secs: 60,
         }
     }
 }

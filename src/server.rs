@@ -209,6 +209,7 @@ pub async fn start_service_with_clock(
         search_cache_entries: config.search.result_cache_entries,
         intelligence: intelligence_config(config, secrets),
         extraction_workers: config.extraction.workers,
+        extraction_pause: Duration::from_secs(config.extraction.pause_secs.max(1)),
         job_retention: Duration::from_secs(config.extraction.job_retention_days * 24 * 3600),
         audit_retention: Duration::from_secs(config.audit.retention_days * 24 * 3600),
         clock,
@@ -227,6 +228,7 @@ pub async fn start_service_with_clock(
             domain: config.email.domain.to_ascii_lowercase(),
         },
         connectors: connector_settings(config),
+        restarts: memvault_types::RestartPolicy::ACTORS,
     };
     let service = Memvault::start(Arc::new(store), embedders, service_config).await?;
     let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;
@@ -235,6 +237,18 @@ pub async fn start_service_with_clock(
         service.store().clone(),
         service.embedder().clone(),
         Duration::from_secs(config.status.check_interval_secs),
+        {
+            let operator = service.operator();
+            Box::new(move || {
+                let supervision = operator.supervision();
+                crate::status::Degraded {
+                    tenants: supervision.degraded_tenants,
+                    collections: supervision.degraded_collections,
+                    job_kinds: supervision.degraded_job_kinds,
+                    supervisors_down: supervision.supervisors_down,
+                }
+            })
+        },
     );
     let state = AppState::new(
         &service,

@@ -1,7 +1,9 @@
 //! Periodic self-checks behind the public `GET /v1/status`: each check reads the store and
 //! embeds a short text, and its outcome is kept for 24 hours. No tenant data is involved.
 //! The checks are a recurring task (`status_self_check`) on the service's scheduler; they
-//! need the store and the embedder, not the service.
+//! need the store and the embedder, not the service. The report also says what the
+//! supervisors found degraded (counts and kind names only, through a closure the server
+//! gives: see `Operator::supervision`).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -35,9 +37,35 @@ pub struct Incident {
     pub detail: String,
 }
 
+/// What the supervisors report degraded now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Degraded {
+    /// Tenant actors failing again and again (a count: no tenant data).
+    pub tenants: u64,
+    /// Collection actors failing again and again.
+    pub collections: u64,
+    /// Job kinds whose workers keep dying.
+    pub job_kinds: Vec<&'static str>,
+    /// Top-level supervisors that are not running.
+    pub supervisors_down: Vec<&'static str>,
+}
+
+impl Degraded {
+    pub fn any(&self) -> bool {
+        self.tenants > 0
+            || self.collections > 0
+            || !self.job_kinds.is_empty()
+            || !self.supervisors_down.is_empty()
+    }
+}
+
+/// Where the report learns what is degraded.
+pub type DegradedSource = Box<dyn Fn() -> Degraded + Send + Sync>;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusReport {
-    /// `operational` when the last check passed, `degraded` otherwise.
+    /// `operational` when the last check passed and nothing is degraded, `degraded`
+    /// otherwise.
     pub state: &'static str,
     pub started_at: DateTime<Utc>,
     /// Percentage of passed checks in the last 24 hours (100 before the first check).
@@ -47,12 +75,14 @@ pub struct StatusReport {
     pub recent_checks: Vec<HealthCheck>,
     /// Newest first.
     pub incidents: Vec<Incident>,
+    pub degraded: Degraded,
 }
 
 pub struct StatusMonitor {
     started_at: DateTime<Utc>,
     /// Checks of the last 24 hours, oldest first.
     history: Mutex<VecDeque<HealthCheck>>,
+    degraded: DegradedSource,
 }
 
 impl StatusMonitor {
@@ -63,10 +93,12 @@ impl StatusMonitor {
         store: Arc<dyn Store>,
         embedder: EmbeddingService,
         interval: Duration,
+        degraded: DegradedSource,
     ) -> Arc<Self> {
         let monitor = Arc::new(Self {
             started_at: Utc::now(),
             history: Mutex::new(VecDeque::new()),
+            degraded,
         });
         let weak = Arc::downgrade(&monitor);
         let schedule = Recurring {
@@ -116,8 +148,10 @@ impl StatusMonitor {
         } else {
             passed as f64 * 100.0 / history.len() as f64
         };
+        let degraded = (self.degraded)();
         let state = match history.back() {
             Some(last) if !last.ok => "degraded",
+            _ if degraded.any() => "degraded",
             _ => "operational",
         };
         StatusReport {
@@ -132,6 +166,7 @@ impl StatusMonitor {
                 .cloned()
                 .collect(),
             incidents: incidents(&history),
+            degraded,
         }
     }
 }
@@ -203,10 +238,28 @@ mod tests {
     }
 
     fn monitor() -> StatusMonitor {
+        monitor_with(Degraded::default())
+    }
+
+    fn monitor_with(degraded: Degraded) -> StatusMonitor {
         StatusMonitor {
             started_at: Utc::now(),
             history: Mutex::new(VecDeque::new()),
+            degraded: Box::new(move || degraded.clone()),
         }
+    }
+
+    #[test]
+    fn a_degraded_part_degrades_the_state_even_when_the_checks_pass() {
+        let monitor = monitor_with(Degraded {
+            collections: 1,
+            ..Degraded::default()
+        });
+        monitor.record(check(1, true));
+        let report = monitor.report();
+        assert_eq!(report.state, "degraded");
+        assert_eq!(report.degraded.collections, 1);
+        assert_eq!(report.uptime_24h_percent, 100.0);
     }
 
     #[test]

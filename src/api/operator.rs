@@ -137,6 +137,11 @@ pub struct MetricsResponse {
 pub struct ActorRestartsResponse {
     pub tenants: u64,
     pub collections: u64,
+    /// Tenant actors degraded now: failing again and again, restarted at the slowest
+    /// back-off until they run a minute without failing.
+    pub degraded_tenants: u64,
+    /// Collection actors degraded now.
+    pub degraded_collections: u64,
 }
 
 impl MetricsResponse {
@@ -180,6 +185,8 @@ impl MetricsResponse {
                 ActorRestartsResponse {
                     tenants: restarts.tenants,
                     collections: restarts.collections,
+                    degraded_tenants: restarts.degraded_tenants,
+                    degraded_collections: restarts.degraded_collections,
                 }
             },
         }

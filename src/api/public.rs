@@ -63,7 +63,8 @@ pub struct IncidentResponse {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct StatusResponse {
-    /// `operational` when the last self-check passed, else `degraded`.
+    /// `operational` when the last self-check passed and nothing is degraded, else
+    /// `degraded`.
     pub status: &'static str,
     pub started_at: DateTime<Utc>,
     /// Share of passed self-checks over the last 24 hours, in percent.
@@ -73,6 +74,18 @@ pub struct StatusResponse {
     pub recent_checks: Vec<StatusCheckResponse>,
     /// Runs of failed self-checks in the last 24 hours, newest first.
     pub incidents: Vec<IncidentResponse>,
+    /// What the supervisors find degraded now (parts that keep failing and are being
+    /// restarted slowly, supervisors down); any of it makes `status` `degraded`.
+    pub degraded: DegradedResponse,
+}
+
+/// Counts and kind names only: no tenant data.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DegradedResponse {
+    pub tenants: u64,
+    pub collections: u64,
+    pub job_kinds: Vec<&'static str>,
+    pub supervisors_down: Vec<&'static str>,
 }
 
 impl From<HealthCheck> for StatusCheckResponse {
@@ -110,6 +123,12 @@ pub async fn status(State(status): State<Arc<StatusMonitor>>) -> Json<StatusResp
         checks_24h: report.checks_24h,
         recent_checks: report.recent_checks.into_iter().map(Into::into).collect(),
         incidents: report.incidents.into_iter().map(Into::into).collect(),
+        degraded: DegradedResponse {
+            tenants: report.degraded.tenants,
+            collections: report.degraded.collections,
+            job_kinds: report.degraded.job_kinds,
+            supervisors_down: report.degraded.supervisors_down,
+        },
     })
 }
 

@@ -370,3 +370,87 @@ fn the_summary_is_one_llm_call_billed_as_summary_cached_and_extractive_when_it_f
     assert!(capped["skipped"].as_str().unwrap().contains("spend cap"));
     assert_eq!(llm.request_count(), calls);
 }
+
+/// The extraction queue's figures from the operator metrics of `server`.
+fn extraction_metrics(server: &crate::support::TestServer) -> Value {
+    let admin = Client::new(&server.base_url, Some(&server.admin_key));
+    expect_status(admin.get("/v1/memory/admin/metrics"), 200)["jobs"]["extraction"].clone()
+}
+
+#[test]
+fn an_unreachable_llm_pauses_the_tenant_s_extraction_which_resumes_when_it_recovers() {
+    let llm = FakeLlmServer::start();
+    llm.set_fallback(|_| FakeReply::json(503, json!({"error": {"message": "overloaded"}})));
+    let base_url = llm.base_url();
+    let server = start_in_process(move |config| {
+        config.llm.base_url = Some(base_url);
+        config.llm.max_retries = 0;
+        config.extraction.workers = 1;
+        config.extraction.pause_secs = 2;
+    });
+    let client = tenant_on(&server);
+    let collection = unique("paused");
+    let jobs: Vec<String> = (0..8)
+        .map(|n| {
+            let accepted = expect_status(
+                client.post(
+                    &format!("/v1/memory/collections/{collection}/remember"),
+                    &json!({ "content": format!("My favorite color is number {n}") }),
+                ),
+                202,
+            );
+            accepted["job_id"].as_str().expect("job_id").to_owned()
+        })
+        .collect();
+
+    // Five calls fail in a row: the tenant's extraction pauses; its jobs wait, queued.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while extraction_metrics(&server)["paused_groups"] != json!(1) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "extraction never paused"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let calls_when_paused = llm.request_count();
+    assert!(calls_when_paused >= 5, "{calls_when_paused}");
+    for job in &jobs {
+        let job = expect_status(client.get(&format!("/v1/memory/extract/job/{job}")), 200);
+        assert_ne!(
+            job["state"],
+            json!("failed"),
+            "an unreachable LLM fails no job: {job}"
+        );
+        assert_ne!(job["state"], json!("done"), "{job}");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        llm.request_count() <= calls_when_paused + 1,
+        "a paused tenant does not call its LLM (at most a probe)"
+    );
+
+    // The LLM recovers: the next probe gets through and every job is done, none lost.
+    llm.set_fallback(|_| facts_reply(color("green"), 10, 5));
+    for job in &jobs {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let state = expect_status(client.get(&format!("/v1/memory/extract/job/{job}")), 200);
+            if state["state"] == json!("done") {
+                break;
+            }
+            assert_ne!(state["state"], json!("failed"), "{state}");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "job never finished: {state}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+    let metrics = extraction_metrics(&server);
+    assert_eq!(metrics["paused_groups"], json!(0), "{metrics}");
+    assert!(
+        metrics["pauses"].as_u64().unwrap_or_default() >= 1,
+        "{metrics}"
+    );
+    assert_eq!(metrics["failed"], json!(0), "{metrics}");
+}

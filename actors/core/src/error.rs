@@ -224,6 +224,10 @@ pub enum Error {
     /// An LLM the request depends on failed or answered nonsense; the text says how.
     #[error("{0}")]
     UpstreamFailed(String),
+    /// The LLM could not be reached or is overloaded (timeout, transport error, 429,
+    /// 5xx): the same request may work later. Extraction jobs wait instead of failing.
+    #[error("{0}")]
+    LlmUnreachable(String),
 
     /// The model that built a collection's vectors cannot run here (the configuration
     /// names another; the collection is being re-embedded).
@@ -310,7 +314,7 @@ impl Error {
             Error::SpendCapReached { .. } => ErrorCode::SpendCapReached,
             Error::ActorTimeout(_) => ErrorCode::ActorTimeout,
             Error::UpstreamTimeout => ErrorCode::UpstreamTimeout,
-            Error::UpstreamFailed(_) => ErrorCode::UpstreamFailed,
+            Error::UpstreamFailed(_) | Error::LlmUnreachable(_) => ErrorCode::UpstreamFailed,
             Error::Storage(_) | Error::Embedding(_) => ErrorCode::InternalError,
         }
     }

@@ -15,12 +15,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use memvault_jobs::{Backoff, JobKind, Outcome, Pending, RetryPolicy};
+use memvault_jobs::{Backoff, JobKind, Outcome, PausePolicy, Pending, RetryPolicy};
 use memvault_storage::{CollectionName, CreatedBy, ExtractJobRecord, JobState, Store, TenantId};
 use memvault_types::limits::EXTRACT_JOB_MAX_ATTEMPTS;
 
 use crate::call::blocking;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::memory::{RememberInput, RememberOutcome};
 
 /// Retries of a job whose worker died, and restarts of that worker.
@@ -41,17 +41,30 @@ pub trait Remember: Send + Sync + 'static {
     ) -> Result<RememberOutcome>;
 }
 
-/// The extraction job kind.
+/// Consecutive jobs of a tenant that found its LLM unreachable, after which the tenant's
+/// extraction pauses.
+pub const PAUSE_AFTER_UNREACHABLE: u32 = 5;
+
+/// The extraction job kind. Its jobs are grouped by tenant: a tenant whose LLM cannot be
+/// reached keeps its jobs queued (never failed for it), pauses after
+/// [`PAUSE_AFTER_UNREACHABLE`] of them in a row, and resumes when a probe job gets
+/// through or its LLM settings change.
 pub struct ExtractionJobs {
     /// Where jobs and their states live.
     store: Arc<dyn Store>,
     /// Runs the extraction itself.
     remember: Arc<dyn Remember>,
+    /// How long a tenant's extraction pauses.
+    pause_for: Duration,
 }
 
 impl ExtractionJobs {
-    pub fn new(store: Arc<dyn Store>, remember: Arc<dyn Remember>) -> Self {
-        Self { store, remember }
+    pub fn new(store: Arc<dyn Store>, remember: Arc<dyn Remember>, pause_for: Duration) -> Self {
+        Self {
+            store,
+            remember,
+            pause_for,
+        }
     }
 
     async fn put(&self, job: ExtractJobRecord) -> Result<()> {
@@ -75,6 +88,17 @@ impl JobKind for ExtractionJobs {
             max_attempts: EXTRACT_JOB_MAX_ATTEMPTS,
             backoff: BACKOFF,
         }
+    }
+
+    fn pause_policy(&self) -> Option<PausePolicy> {
+        Some(PausePolicy {
+            after_failures: PAUSE_AFTER_UNREACHABLE,
+            pause_for: self.pause_for,
+        })
+    }
+
+    fn group(&self, key: &ExtractJobKey) -> String {
+        key.0.as_str().to_owned()
     }
 
     async fn unfinished(&self) -> std::result::Result<Vec<Pending<ExtractJobKey>>, String> {
@@ -125,6 +149,13 @@ impl JobKind for ExtractionJobs {
                 job.facts = outcome.facts;
                 job.detail = outcome.detail;
                 Outcome::Done
+            }
+            Err(Error::LlmUnreachable(reason)) => {
+                // Not the job's fault: it waits, and this attempt is not counted.
+                job.state = JobState::Queued;
+                job.attempts = job.attempts.saturating_sub(1);
+                job.detail = Some(format!("waiting for the extraction LLM: {reason}"));
+                Outcome::Deferred(reason)
             }
             Err(error) => {
                 job.state = JobState::Failed;

@@ -2,7 +2,6 @@
 //! creation, and restarts a failed one with back-off.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,10 +14,7 @@ use crate::error::{Error, Result};
 use crate::tenant::{TenantActor, TenantArgs, TenantHandle};
 use memvault_events::EventBroker;
 use memvault_index::IndexSettings;
-use memvault_types::Backoff;
-
-/// Restart delay of a failed tenant actor (a tenant actor fails only on a store error).
-const RESTART_BACKOFF: Backoff = Backoff::fixed(Duration::from_millis(200));
+use memvault_types::RestartPolicy;
 
 pub struct RootActor;
 
@@ -29,6 +25,8 @@ pub struct RootArgs {
     pub tenants: Arc<DashMap<TenantId, Arc<TenantHandle>>>,
     /// Handed to every collection actor for webhook events.
     pub events: EventBroker,
+    /// How failed tenant and collection actors are restarted.
+    pub restarts: RestartPolicy,
 }
 
 pub enum RootMessage {
@@ -59,6 +57,7 @@ pub struct RootState {
     children: HashMap<ActorId, TenantId>,
     /// Passed down to the collection actors, which report changed memories to it.
     events: EventBroker,
+    restarts: RestartPolicy,
 }
 
 async fn spawn_tenant(
@@ -72,6 +71,7 @@ async fn spawn_tenant(
         indexing: state.indexing.clone(),
         keys: state.keys.clone(),
         events: state.events.clone(),
+        restarts: state.restarts,
     };
     let id = handle.snapshot().record.id.clone();
     let (actor, _) = Actor::spawn_linked(None, TenantActor, args, myself.get_cell())
@@ -127,6 +127,7 @@ impl Actor for RootActor {
             tenants: args.tenants,
             children: HashMap::new(),
             events: args.events,
+            restarts: args.restarts,
         };
         for record in records {
             if record.erasing_since.is_some() {
@@ -193,7 +194,7 @@ impl Actor for RootActor {
                 };
                 if let Err(error) = spawn_tenant(&myself, state, &handle).await {
                     tracing::warn!(tenant = %id, %error, "tenant actor restart failed");
-                    schedule_restart(&myself, id);
+                    schedule_restart(&myself, state, &handle);
                 }
             }
         }
@@ -211,12 +212,12 @@ impl Actor for RootActor {
                 let Some(id) = state.children.remove(&cell.get_id()) else {
                     return Ok(());
                 };
-                if let Some(handle) = state.tenants.get(&id) {
-                    handle.actor.store(None);
-                    handle.restarts.fetch_add(1, Ordering::Relaxed);
-                }
+                let Some(handle) = state.tenants.get(&id).map(|entry| entry.clone()) else {
+                    return Ok(());
+                };
+                handle.actor.store(None);
                 tracing::error!(tenant = %id, %error, "tenant actor failed; restarting");
-                schedule_restart(&myself, id);
+                schedule_restart(&myself, state, &handle);
             }
             SupervisionEvent::ActorTerminated(cell, _, _) => {
                 state.children.remove(&cell.get_id());
@@ -227,10 +228,13 @@ impl Actor for RootActor {
     }
 }
 
-fn schedule_restart(myself: &ActorRef<RootMessage>, id: TenantId) {
-    let myself = myself.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(RESTART_BACKOFF.delay(1)).await;
-        let _ = myself.cast(RootMessage::RestartTenant { id });
-    });
+/// Counts the tenant actor's failure and restarts it after the policy's back-off.
+fn schedule_restart(myself: &ActorRef<RootMessage>, state: &RootState, handle: &TenantHandle) {
+    let now = std::time::Instant::now();
+    let delay = handle.supervised.failed(&state.restarts, now);
+    let id = handle.snapshot().record.id.clone();
+    if handle.supervised.is_degraded(&state.restarts, now) {
+        tracing::error!(tenant = %id, "tenant actor degraded: it keeps failing; restarting it every {} ms", delay.as_millis());
+    }
+    myself.send_after(delay, move || RootMessage::RestartTenant { id });
 }

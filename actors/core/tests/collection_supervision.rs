@@ -465,14 +465,14 @@ fn new_memory(text: &str) -> NewMemory {
 }
 
 async fn start(store: Arc<FlakyStore>) -> (Memvault, Agent) {
+    start_with(store, ServiceConfig::default()).await
+}
+
+async fn start_with(store: Arc<FlakyStore>, config: ServiceConfig) -> (Memvault, Agent) {
     let embedder = EmbeddingService::start(Arc::new(support::LengthEmbedder), 16);
-    let service = Memvault::start(
-        store,
-        Embedders::new(embedder, None),
-        ServiceConfig::default(),
-    )
-    .await
-    .unwrap();
+    let service = Memvault::start(store, Embedders::new(embedder, None), config)
+        .await
+        .unwrap();
     let tenant = NewTenant {
         name: "t".to_owned(),
         email: "t@example.com".to_owned(),
@@ -611,5 +611,113 @@ async fn everything_is_reloaded_after_a_full_restart() {
     let first = service.memories().get(&read, &created[0].id).unwrap();
     assert!(first.pinned);
     assert!(service.authorizer().authenticate("mv_not_a_key").is_none());
+    service.shutdown().await;
+}
+
+/// Writes until the collection actor answers again after a failure (it is restarted).
+async fn write_until_restarted(
+    service: &Memvault,
+    write: &memvault_core::service::CollectionAccess<Write>,
+    text: &str,
+) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match service
+            .memories()
+            .create(write, vec![new_memory(text)])
+            .await
+        {
+            Ok(_) => return,
+            Err(Error::Restarting { .. } | Error::ActorStopped { .. }) => {}
+            Err(other) => panic!("unexpected error while restarting: {other}"),
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the collection actor was not restarted"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collection_actor_killed_twenty_times_degrades_and_recovers_when_the_cause_goes() {
+    let directory = tempfile::tempdir().unwrap();
+    let store = Arc::new(FlakyStore {
+        inner: SledStore::open(directory.path()).unwrap(),
+        failing: AtomicBool::new(false),
+    });
+    let policy = memvault_types::RestartPolicy {
+        backoff: memvault_types::Backoff::new(Duration::from_millis(2), Duration::from_millis(20)),
+        memory: Duration::from_secs(2),
+        degrade_after: 10,
+    };
+    let config = ServiceConfig {
+        restarts: policy,
+        ..ServiceConfig::default()
+    };
+    let (service, agent) = start_with(store.clone(), config).await;
+    let notes = CollectionName::parse("notes").unwrap();
+    let write = service
+        .authorizer()
+        .authorize::<Write>(&agent, notes.clone())
+        .unwrap();
+    let read = service
+        .authorizer()
+        .authorize::<Read>(&agent, notes.clone())
+        .unwrap();
+    service
+        .memories()
+        .create(&write, vec![new_memory("kept")])
+        .await
+        .unwrap();
+    assert!(!service.operator().supervision().is_degraded());
+
+    for round in 0..20 {
+        // The cause: the store refuses the write, and the actor fails with it.
+        store.failing.store(true, Ordering::SeqCst);
+        let failed = service
+            .memories()
+            .create(&write, vec![new_memory("lost")])
+            .await;
+        assert!(matches!(failed, Err(Error::Storage(_))), "{failed:?}");
+        store.failing.store(false, Ordering::SeqCst);
+        write_until_restarted(&service, &write, &format!("after {round}")).await;
+        let supervision = service.operator().supervision();
+        assert_eq!(
+            supervision.degraded_collections,
+            u64::from(round + 1 >= 10),
+            "degraded from the tenth failure in a row, not before (round {round})"
+        );
+    }
+    let restarts = service.operator().actor_restarts();
+    assert_eq!(restarts.collections, 20);
+    assert!(service.operator().supervision().is_degraded());
+
+    // The cause is gone: after a quiet spell the collection is no longer degraded.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while service.operator().supervision().is_degraded() {
+        assert!(
+            Instant::now() < deadline,
+            "still degraded long after the cause went"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let listed = service
+        .memories()
+        .list(
+            &read,
+            ListPage {
+                offset: 0,
+                limit: 100,
+                include_archived: true,
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        listed.len(),
+        21,
+        "every acknowledged write, none of the refused ones"
+    );
+    assert!(listed.iter().all(|memory| memory.text != "lost"));
     service.shutdown().await;
 }

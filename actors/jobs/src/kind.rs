@@ -20,7 +20,10 @@ pub struct RetryPolicy {
 }
 
 /// When a group of jobs stops for a while: after `after_failures` consecutive failures in
-/// the group, its jobs wait `pause_for`; the other groups run on.
+/// the group, its jobs wait `pause_for`; the other groups run on. When the pause ends, one
+/// job of the group runs alone as the probe: if it fails the group is paused again at
+/// once, if it succeeds the group runs as before ([`crate::JobQueue::resume`] ends a pause
+/// early, for instance when the cause was a setting that changed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PausePolicy {
     pub after_failures: u32,
@@ -59,6 +62,10 @@ pub enum Outcome {
     Retry(String),
     /// The job failed for good and the kind has recorded why; it is not tried again.
     Failed(String),
+    /// Something the job needs is down (an LLM endpoint), not the job: the attempt is not
+    /// counted, the job runs again after the first back-off step, and the failure counts
+    /// toward its group's pause. The job is never given up for this.
+    Deferred(String),
 }
 
 /// One kind of background work.

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use memvault_types::RestartPolicy;
 use serde::Serialize;
 
 /// Counters of one kind; gauges (`queued`, `running`, `paused_groups`) are set by the
@@ -16,6 +17,8 @@ pub struct JobMetrics {
     failed: AtomicU64,
     restarts: AtomicU64,
     pauses: AtomicU64,
+    /// The workers' failures, for the restart back-off and the degraded state.
+    pub(crate) workers: memvault_types::Supervised,
 }
 
 /// A copy of a kind's counters at one moment.
@@ -38,6 +41,8 @@ pub struct JobMetricsSnapshot {
     pub restarts: u64,
     /// Times a group was paused.
     pub pauses: u64,
+    /// Workers keep dying (see `memvault_types::supervision`): the kind is degraded.
+    pub degraded: bool,
 }
 
 impl JobMetrics {
@@ -52,6 +57,9 @@ impl JobMetrics {
             failed: read(&self.failed),
             restarts: read(&self.restarts),
             pauses: read(&self.pauses),
+            degraded: self
+                .workers
+                .is_degraded(&RestartPolicy::ACTORS, std::time::Instant::now()),
         }
     }
 

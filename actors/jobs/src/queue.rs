@@ -29,6 +29,8 @@ const TICK_MIN: Duration = Duration::from_millis(20);
 const TICK_MAX: Duration = Duration::from_secs(1);
 /// How long stopping waits for a running job.
 const STOP_WAIT: Duration = Duration::from_secs(10);
+/// How long a job waits while its group's probe runs, before it looks again.
+const PROBE_WAIT_MS: i64 = 200;
 
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
@@ -134,6 +136,24 @@ impl<K: JobKind> JobQueue<K> {
             .await;
     }
 
+    /// Ends the pause of `group` now: its jobs are due again (a setting that caused the
+    /// failures has changed).
+    pub fn resume(&self, group: &str) -> Result<(), JobError> {
+        self.supervisor
+            .cast(SupervisorMessage::Resume(group.to_owned()))
+            .map_err(|_| JobError::Stopped(K::NAME))
+    }
+
+    /// Whether the queue's supervisor is alive (the operator's watch of it).
+    pub fn is_running(&self) -> bool {
+        matches!(
+            self.supervisor.get_status(),
+            ractor::ActorStatus::Starting
+                | ractor::ActorStatus::Running
+                | ractor::ActorStatus::Upgrading
+        )
+    }
+
     /// The workers now alive, for tests that kill one mid-job.
     pub fn workers(&self) -> Vec<ractor::ActorCell> {
         self.supervisor.get_children()
@@ -160,6 +180,15 @@ async fn settle<K: JobKind>(
     let attempts = pending.attempts.saturating_add(1);
     let reason = match outcome {
         Outcome::Done => return Settled::Done,
+        Outcome::Deferred(reason) => {
+            let wait = kind.policy().backoff.delay(1);
+            let due = Utc::now()
+                + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::seconds(1));
+            tracing::info!(kind = K::NAME, job = ?pending.key, %reason, "job deferred: what it needs is down");
+            kind.retry_at(&pending.key, pending.attempts, due, &reason)
+                .await;
+            return Settled::Again(Pending { due, ..pending });
+        }
         Outcome::Failed(reason) => {
             tracing::warn!(kind = K::NAME, job = ?pending.key, attempts, %reason, "job failed");
             return Settled::Failed;
@@ -216,6 +245,8 @@ enum SupervisorMessage<K: JobKind> {
     Tick,
     /// Sent to itself after a back-off: start a worker in place of a failed one.
     StartWorker,
+    /// End the group's pause now.
+    Resume(String),
 }
 
 struct JobSupervisor<K>(PhantomData<fn() -> K>);
@@ -223,11 +254,17 @@ struct JobSupervisor<K>(PhantomData<fn() -> K>);
 /// A busy worker and the job it holds.
 type Busy<K> = (ActorRef<WorkerMessage<K>>, Pending<<K as JobKind>::Key>);
 
-/// Consecutive failures of one group, and until when it is paused.
+/// Consecutive failures of one group, until when it is paused, and its probe after a
+/// pause.
 #[derive(Debug, Default)]
 struct GroupState {
     failures: u32,
     paused_until: Option<DateTime<Utc>>,
+    /// The pause has ended and no job of the group has succeeded since: one job runs at a
+    /// time, and a failure pauses the group again at once.
+    probing: bool,
+    /// The probe is running now.
+    probe_running: bool,
 }
 
 struct SupervisorState<K: JobKind> {
@@ -244,8 +281,6 @@ struct SupervisorState<K: JobKind> {
     idle: Vec<ActorRef<WorkerMessage<K>>>,
     /// Busy workers and the job each holds (to settle it if the worker dies).
     busy: HashMap<ActorId, Busy<K>>,
-    /// Consecutive worker deaths, for the restart back-off.
-    worker_failures: u32,
     /// Failure counts and pauses by group; only groups that failed are here.
     groups: HashMap<String, GroupState>,
     /// The tick's task, stopped with the supervisor.
@@ -258,18 +293,26 @@ impl<K: JobKind> SupervisorState<K> {
         self.waiting.insert((pending.due, self.sequence), pending);
     }
 
-    /// Until when the job's group is paused, if it is.
-    fn paused_until(&mut self, key: &K::Key, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    /// Until when the job must wait for its group: the pause's end, or a moment while
+    /// the group's probe runs. `None` lets it run (and makes it the probe after a pause).
+    fn held_until(&mut self, key: &K::Key, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let name = self.kind.as_ref()?.group(key);
         let group = self.groups.get_mut(&name)?;
         match group.paused_until {
-            Some(until) if until > now => Some(until),
+            Some(until) if until > now => return Some(until),
             Some(_) => {
                 group.paused_until = None;
-                None
+                group.probing = true;
             }
-            None => None,
+            None => {}
         }
+        if group.probing {
+            if group.probe_running {
+                return Some(now + chrono::Duration::milliseconds(PROBE_WAIT_MS));
+            }
+            group.probe_running = true;
+        }
+        None
     }
 
     /// Hands due jobs to idle workers; a job of a paused group moves to the pause's end.
@@ -287,7 +330,7 @@ impl<K: JobKind> SupervisorState<K> {
                 break;
             }
             let pending = entry.remove();
-            if let Some(until) = self.paused_until(&pending.key, now) {
+            if let Some(until) = self.held_until(&pending.key, now) {
                 self.enqueue(Pending {
                     due: until,
                     ..pending
@@ -299,12 +342,23 @@ impl<K: JobKind> SupervisorState<K> {
                 break;
             };
             if worker.cast(WorkerMessage::Run(pending.clone())).is_err() {
+                self.release_probe(&pending.key);
                 self.enqueue(pending);
                 continue;
             }
             self.busy.insert(worker.get_id(), (worker, pending));
         }
         self.publish_gauges(now);
+    }
+
+    /// The job did not start after all: its group's probe is free again.
+    fn release_probe(&mut self, key: &K::Key) {
+        let Some(kind) = &self.kind else {
+            return;
+        };
+        if let Some(group) = self.groups.get_mut(&kind.group(key)) {
+            group.probe_running = false;
+        }
     }
 
     fn publish_gauges(&self, now: DateTime<Utc>) {
@@ -344,7 +398,10 @@ impl<K: JobKind> SupervisorState<K> {
         };
         let group = self.groups.entry(group_name.clone()).or_default();
         group.failures += 1;
-        if group.failures >= policy.after_failures {
+        let probe_failed = group.probing;
+        group.probing = false;
+        group.probe_running = false;
+        if probe_failed || group.failures >= policy.after_failures {
             group.failures = 0;
             let pause =
                 chrono::Duration::from_std(policy.pause_for).unwrap_or(chrono::Duration::hours(1));
@@ -404,8 +461,15 @@ impl<K: JobKind> SupervisorState<K> {
         let Some(kind) = &self.kind else {
             return;
         };
-        self.worker_failures += 1;
-        let delay = kind.policy().backoff.delay(self.worker_failures);
+        // The one restart policy, at the kind's pace.
+        let policy = memvault_types::RestartPolicy {
+            backoff: kind.policy().backoff,
+            ..memvault_types::RestartPolicy::ACTORS
+        };
+        let delay = self
+            .metrics
+            .workers
+            .failed(&policy, std::time::Instant::now());
         myself.send_after(delay, || SupervisorMessage::StartWorker);
     }
 }
@@ -445,7 +509,6 @@ impl<K: JobKind> Actor for JobSupervisor<K> {
             sequence: 0,
             idle: Vec::new(),
             busy: HashMap::new(),
-            worker_failures: 0,
             groups: HashMap::new(),
             ticker: None,
         })
@@ -485,12 +548,25 @@ impl<K: JobKind> Actor for JobSupervisor<K> {
             SupervisorMessage::Submit(pending) => state.enqueue(pending),
             SupervisorMessage::Finished { worker, settled } => {
                 if let Some((worker, pending)) = state.busy.remove(&worker) {
-                    state.worker_failures = 0;
                     state.idle.push(worker);
                     state.record(&pending.key, settled);
                 }
             }
             SupervisorMessage::Tick => {}
+            SupervisorMessage::Resume(group) => {
+                if let (Some(_), Some(kind)) = (state.groups.remove(&group), state.kind.clone()) {
+                    tracing::info!(kind = K::NAME, %group, "job group resumed");
+                    // Its jobs held to the pause's end are due now.
+                    let now = Utc::now();
+                    let held: Vec<_> = std::mem::take(&mut state.waiting).into_values().collect();
+                    for mut pending in held {
+                        if kind.group(&pending.key) == group {
+                            pending.due = pending.due.min(now);
+                        }
+                        state.enqueue(pending);
+                    }
+                }
+            }
             SupervisorMessage::StartWorker => {
                 let Some(kind) = state.kind.clone() else {
                     return Ok(());

@@ -38,6 +38,8 @@ struct Scripted {
     unfinished: Mutex<Vec<Pending<String>>>,
     release: Notify,
     pause: Option<PausePolicy>,
+    /// Groups whose dependency is down: their jobs are deferred.
+    down: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Scripted {
@@ -97,6 +99,10 @@ impl JobKind for Scripted {
             record.started += 1;
             record.state = "running";
         });
+        if self.down.lock().unwrap().contains(&self.group(key)) {
+            self.update(key, |record| record.state = "deferred");
+            return Outcome::Deferred("the dependency is down".to_owned());
+        }
         let step = self
             .scripts
             .lock()
@@ -317,5 +323,74 @@ async fn an_opened_queue_holds_its_jobs_until_it_runs_and_queues_each_once() {
         queue.run(kind.clone(), 1).await,
         Err(memvault_jobs::JobError::AlreadyRunning(_))
     ));
+    queue.stop().await;
+}
+
+#[tokio::test]
+async fn a_group_whose_dependency_is_down_pauses_is_probed_and_loses_nothing() {
+    let kind = Arc::new(Scripted {
+        pause: Some(PausePolicy {
+            after_failures: 3,
+            pause_for: Duration::from_millis(300),
+        }),
+        ..Scripted::default()
+    });
+    kind.down.lock().unwrap().insert("a".to_owned());
+    let queue = JobQueue::start(kind.clone(), 1).await.unwrap();
+    let keys: Vec<String> = (1..=5).map(|n| format!("a/{n}")).collect();
+    for key in &keys {
+        queue.submit(key.clone()).unwrap();
+    }
+    queue.submit("b/1".to_owned()).unwrap();
+    until("the group paused", || queue.metrics().pauses == 1).await;
+    let started = |kind: &Scripted| keys.iter().map(|key| kind.record(key).started).sum::<u32>();
+    assert_eq!(started(&kind), 3, "paused after three deferrals");
+    until("the other group ran", || kind.record("b/1").state == "done").await;
+
+    // The pause ends: one job probes, fails, and the group is paused again at once.
+    until("paused again after the probe", || {
+        queue.metrics().pauses == 2
+    })
+    .await;
+    assert_eq!(started(&kind), 4, "one probe, not the whole group");
+
+    // The dependency is back: the next probe succeeds and every job runs.
+    kind.down.lock().unwrap().clear();
+    until("every job done", || {
+        keys.iter().all(|key| kind.record(key).state == "done")
+    })
+    .await;
+    let metrics = queue.metrics();
+    assert_eq!(metrics.failed, 0, "a deferral never gives a job up");
+    for key in &keys {
+        assert!(
+            kind.record(key).stored_attempts == 0,
+            "{key}: deferrals are not attempts"
+        );
+    }
+    queue.stop().await;
+}
+
+#[tokio::test]
+async fn resume_ends_a_pause_at_once() {
+    let kind = Arc::new(Scripted {
+        pause: Some(PausePolicy {
+            after_failures: 1,
+            pause_for: Duration::from_secs(3600),
+        }),
+        ..Scripted::default()
+    });
+    kind.down.lock().unwrap().insert("a".to_owned());
+    let queue = JobQueue::start(kind.clone(), 1).await.unwrap();
+    queue.submit("a/1".to_owned()).unwrap();
+    queue.submit("a/2".to_owned()).unwrap();
+    until("the group paused", || queue.metrics().paused_groups == 1).await;
+    kind.down.lock().unwrap().clear();
+    queue.resume("a").unwrap();
+    until("both done", || {
+        kind.record("a/1").state == "done" && kind.record("a/2").state == "done"
+    })
+    .await;
+    assert_eq!(queue.metrics().paused_groups, 0);
     queue.stop().await;
 }

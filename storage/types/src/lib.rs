@@ -7,6 +7,8 @@
 //! - [`backoff`]: the one back-off policy, [`Backoff`].
 //! - [`error_code`]: every API error code with its HTTP status, [`ErrorCode`].
 //! - [`rate_limit`]: the fixed-window limiter behind per-key limits and signup limits.
+//! - [`supervision`]: the one restart policy, [`RestartPolicy`], and a child's failures,
+//!   [`Supervised`].
 //!
 //! No I/O and no async: every other crate of the workspace may depend on this one.
 
@@ -15,6 +17,8 @@ pub mod clock;
 pub mod error_code;
 pub mod limits;
 pub mod rate_limit;
+pub mod supervision;
 
 pub use backoff::Backoff;
 pub use error_code::ErrorCode;
+pub use supervision::{RestartPolicy, Supervised};

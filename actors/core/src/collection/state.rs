@@ -269,8 +269,8 @@ pub struct CollectionHandle {
     /// The running actor; `None` while it is being restarted, so writes fail fast (503)
     /// instead of waiting on a dead mailbox.
     pub actor: ArcSwapOption<ActorRef<CollectionMessage>>,
-    /// How many times the actor was restarted after a failure.
-    pub restarts: AtomicU64,
+    /// The actor's failures and restarts (see [`memvault_types::supervision`]).
+    pub supervised: memvault_types::Supervised,
     /// The search indexes of the running actor; `None` until it has opened them.
     pub indexes: ArcSwapOption<CollectionIndexes>,
     /// The last summary written, valid while the snapshot version is unchanged.
@@ -289,7 +289,7 @@ impl CollectionHandle {
             name,
             snapshot: ArcSwap::from_pointee(CollectionSnapshot::default()),
             actor: ArcSwapOption::empty(),
-            restarts: AtomicU64::new(0),
+            supervised: memvault_types::Supervised::default(),
             indexes: ArcSwapOption::empty(),
             summary: ArcSwapOption::empty(),
             embedding: ArcSwap::from_pointee(embedding),

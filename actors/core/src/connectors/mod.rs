@@ -13,6 +13,10 @@ use memvault_connectors::ProviderKind;
 use memvault_storage::{ConnectionRecord, ConnectionStatus};
 use rand::Rng;
 
+pub mod syncs;
+
+pub use syncs::{ConnectorSyncs, QueuedSyncs, SYNC_RETRY};
+
 /// Consecutive failed syncs after which a connection is paused (SPEC: Limits).
 pub const AUTO_PAUSE_AFTER: u32 = 5;
 /// The default interval between scheduled syncs.
@@ -132,12 +136,12 @@ pub fn next_due(connection: &ConnectionRecord, now: DateTime<Utc>) -> DateTime<U
     now + chrono::Duration::from_std(interval_of(connection).mul_f64(roll)).unwrap_or_default()
 }
 
-/// After a failure: sooner than the interval, doubling with each consecutive failure
-/// (1, 2, 4, ... minutes), never later than the interval, with jitter.
+/// After a failure: the sync job's back-off ([`SYNC_RETRY`]: 1, 2, 4, ... minutes by
+/// consecutive failures), never later than the interval, with jitter.
 pub fn retry_due(connection: &ConnectionRecord, now: DateTime<Utc>) -> DateTime<Utc> {
-    let backoff = Duration::from_secs(60)
-        * 2u32.saturating_pow(connection.consecutive_failures.saturating_sub(1).min(10));
-    let wait = backoff.min(interval_of(connection));
+    let wait = SYNC_RETRY
+        .delay(connection.consecutive_failures)
+        .min(interval_of(connection));
     let roll: f64 = rand::thread_rng().gen_range(0.5..1.0);
     now + chrono::Duration::from_std(wait.mul_f64(roll)).unwrap_or_default()
 }

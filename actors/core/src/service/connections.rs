@@ -854,37 +854,66 @@ impl Connections {
         Ok(ConnectionView::from(&record))
     }
 
-    /// The scheduler's tick: starts a run of every due connection that is not running,
-    /// at most `concurrent_runs` at once.
+    /// The scheduler's tick: submits every due connection that is not queued or
+    /// running to the sync jobs (which run `concurrent_runs` at once).
     pub(crate) async fn tick(&self) -> std::result::Result<(), String> {
-        let store = self.store();
-        let connections = blocking(move || store.all_connections())
-            .await
-            .map_err(|error| error.to_string())?;
+        let connections = self.all().await.map_err(|error| error.to_string())?;
         let now = self.root.now();
+        let inner = &self.root.inner;
         for connection in connections {
             if !settings::is_due(&connection, now)
                 || self.root.tenant_handle(&connection.tenant_id).is_err()
+                || !inner.connector_queued.claim(&connection.id)
             {
                 continue;
             }
-            let slot = self.root.inner.connector_locks.of(&connection.id);
-            if slot.lock.try_lock().is_err() {
-                continue;
+            let id = connection.id.clone();
+            if let Err(error) = inner
+                .connector_syncs
+                .submit((connection.tenant_id, id.clone()))
+            {
+                inner.connector_queued.release(&id);
+                return Err(error.to_string());
             }
-            let Ok(permit) = self.root.inner.connector_runs.clone().try_acquire_owned() else {
-                break;
-            };
-            let this = self.clone();
-            tokio::spawn(async move {
-                let _permit = permit;
-                let id = connection.id.clone();
-                if let Err(error) = this.run(connection, "schedule").await {
-                    tracing::warn!(connection = %id, %error, "a scheduled sync could not run");
-                }
-            });
         }
         Ok(())
+    }
+
+    /// Every connection of every tenant.
+    pub(crate) async fn all(&self) -> Result<Vec<ConnectionRecord>> {
+        let store = self.store();
+        blocking(move || store.all_connections()).await
+    }
+
+    /// A scheduled run of the connection, when it still exists and is still due (a
+    /// "sync now" may have run it meanwhile); the status it ended in, `None` when it did
+    /// not run.
+    pub(crate) async fn run_scheduled(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+    ) -> Result<Option<ConnectionStatus>> {
+        if self.root.tenant_handle(tenant).is_err() {
+            return Ok(None);
+        }
+        let record = match self.load(tenant, id).await {
+            Ok(record) => record,
+            Err(Error::ConnectionNotFound(_)) => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        let running = self
+            .root
+            .inner
+            .connector_locks
+            .of(id)
+            .lock
+            .try_lock()
+            .is_err();
+        // A "sync now" in progress stands for this run.
+        if running || !settings::is_due(&record, self.root.now()) {
+            return Ok(None);
+        }
+        Ok(Some(self.run(record, "schedule").await?.status))
     }
 
     /// Runs and failed runs per provider since `since` (operator view).

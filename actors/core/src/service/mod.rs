@@ -53,7 +53,9 @@ pub use internal::{EmbeddedTexts, Internal};
 pub use keys::{Keys, NewKey};
 pub use maintenance::{CollectionReport, EmbeddingStatus, Maintenance, ServiceHealth};
 pub use memories::{ListPage, Memories};
-pub use operator::{EmbeddingsOverview, Operator, OperatorUsage, PurposeUsage, Signups, TierUsage};
+pub use operator::{
+    EmbeddingsOverview, Operator, OperatorUsage, PurposeUsage, Signups, Supervision, TierUsage,
+};
 pub use portability::{
     AccountExport, ImportCollection, ImportOutcome, ImportedMemory, Portability,
 };
@@ -99,6 +101,9 @@ pub struct ServiceConfig {
     pub intelligence: IntelligenceConfig,
     /// Extraction jobs run at once.
     pub extraction_workers: usize,
+    /// How long a tenant's extraction pauses after its LLM failed 5 times in a row
+    /// (then one job probes it).
+    pub extraction_pause: Duration,
     /// Finished extraction jobs are kept (for polling) this long.
     pub job_retention: Duration,
     /// What "now" is for timestamps, expiry and staleness.
@@ -121,6 +126,8 @@ pub struct ServiceConfig {
     pub email: memvault_accounts::email::EmailSettings,
     /// Managed connectors: provider API roots, OAuth apps, the scheduler.
     pub connectors: crate::connectors::ConnectorSettings,
+    /// How failed tenant and collection actors are restarted, and when they are degraded.
+    pub restarts: memvault_types::RestartPolicy,
 }
 
 /// The blob store files go to, and the signer that checks the presigned URLs memvault
@@ -170,6 +177,7 @@ impl Default for ServiceConfig {
                 ..IntelligenceConfig::default()
             },
             extraction_workers: 2,
+            extraction_pause: Duration::from_secs(60),
             job_retention: Duration::from_secs(7 * 24 * 3600),
             clock: Arc::new(SystemClock),
             webhooks: WebhookSettings::default(),
@@ -181,15 +189,19 @@ impl Default for ServiceConfig {
             tiers: memvault_accounts::Tiers::default(),
             email: memvault_accounts::email::EmailSettings::default(),
             connectors: crate::connectors::ConnectorSettings::default(),
+            restarts: memvault_types::RestartPolicy::ACTORS,
         }
     }
 }
 
-/// Restarts of supervised actors, for the operator metrics.
+/// Restarts of supervised actors, and those degraded now (failing again and again), for
+/// the operator metrics and `/v1/status`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ActorRestarts {
     pub tenants: u64,
     pub collections: u64,
+    pub degraded_tenants: u64,
+    pub degraded_collections: u64,
 }
 
 /// The recurring pruning of finished extraction jobs and old audit entries.
@@ -386,8 +398,10 @@ struct Inner {
     connector_http: memvault_connectors::Http,
     /// One lock per connection: its runs never overlap.
     connector_locks: connections::RunLocks,
-    /// Scheduled runs at once.
-    connector_runs: Arc<tokio::sync::Semaphore>,
+    /// Runs scheduled connector syncs (`concurrent_runs` workers).
+    connector_syncs: JobQueue<crate::connectors::ConnectorSyncs>,
+    /// Connections queued or running on `connector_syncs`.
+    connector_queued: crate::connectors::QueuedSyncs,
     config: ServiceConfig,
 }
 
@@ -411,6 +425,7 @@ impl Memvault {
             keys: keys.clone(),
             tenants: tenants.clone(),
             events: events.clone(),
+            restarts: config.restarts,
         };
         let intelligence = intelligence::Intelligence::new(config.intelligence.clone())?;
         let (root, _) =
@@ -517,9 +532,8 @@ impl Memvault {
                 audit,
                 connector_http: memvault_connectors::Http::standard(),
                 connector_locks: connections::RunLocks::default(),
-                connector_runs: Arc::new(tokio::sync::Semaphore::new(
-                    config.connectors.concurrent_runs.max(1),
-                )),
+                connector_syncs: open_queue("the connector sync queue").await?,
+                connector_queued: crate::connectors::QueuedSyncs::default(),
                 config,
             }),
         };
@@ -538,7 +552,11 @@ impl Memvault {
     /// run left unfinished.
     async fn run_queues(&self) -> Result<()> {
         let inner = &self.inner;
-        let extraction = ExtractionJobs::new(inner.store.clone(), Arc::new(self.graph()));
+        let extraction = ExtractionJobs::new(
+            inner.store.clone(),
+            Arc::new(self.graph()),
+            inner.config.extraction_pause,
+        );
         run_queue(
             &inner.extraction,
             extraction,
@@ -564,7 +582,18 @@ impl Memvault {
             Arc::new(self.portability()),
             portability::IMPORT_BATCH,
         );
-        run_queue(&inner.import, import, 1, "the import queue").await
+        run_queue(&inner.import, import, 1, "the import queue").await?;
+        let syncs = crate::connectors::ConnectorSyncs::new(
+            self.connections(),
+            inner.connector_queued.clone(),
+        );
+        run_queue(
+            &inner.connector_syncs,
+            syncs,
+            inner.config.connectors.concurrent_runs.max(1),
+            "the connector sync queue",
+        )
+        .await
     }
 
     /// The connector scheduler: every tick, each due connection that is not running is
@@ -583,6 +612,12 @@ impl Memvault {
                 async move { connections.tick().await }
             },
         );
+    }
+
+    /// Ends a pause of the tenant's extraction (its LLM settings changed: the cause of
+    /// the failures may be gone).
+    pub(crate) fn resume_extraction(&self, tenant: &TenantId) {
+        let _ = self.inner.extraction.resume(tenant.as_str());
     }
 
     /// The import queue.
@@ -713,6 +748,7 @@ impl Memvault {
         self.inner.ingest.stop().await;
         self.inner.erasure.stop().await;
         self.inner.import.stop().await;
+        self.inner.connector_syncs.stop().await;
         self.inner.reembed.stop().await;
         if let Some(mail) = &self.inner.mail {
             mail.stop().await;

@@ -85,6 +85,24 @@ pub struct EmbeddingsOverview {
     pub finished: Finished,
 }
 
+/// What is degraded now (see [`Operator::supervision`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Supervision {
+    pub degraded_tenants: u64,
+    pub degraded_collections: u64,
+    pub degraded_job_kinds: Vec<&'static str>,
+    pub supervisors_down: Vec<&'static str>,
+}
+
+impl Supervision {
+    pub fn is_degraded(&self) -> bool {
+        self.degraded_tenants > 0
+            || self.degraded_collections > 0
+            || !self.degraded_job_kinds.is_empty()
+            || !self.supervisors_down.is_empty()
+    }
+}
+
 /// What the operator of the service sees: usage, signups, jobs, restarts.
 #[derive(Clone)]
 pub struct Operator {
@@ -106,6 +124,7 @@ impl Operator {
         }
         kinds.push(("erasure", inner.erasure.metrics()));
         kinds.push(("import", inner.import.metrics()));
+        kinds.push(("connector_sync", inner.connector_syncs.metrics()));
         kinds
     }
 
@@ -153,16 +172,61 @@ impl Operator {
         self.root.inner.scheduler.snapshot()
     }
 
-    /// Restarts of failed tenant and collection actors, since the process started.
+    /// What is degraded now: actors and job kinds that keep failing, and top-level
+    /// supervisors (the root actor, each job queue's supervisor) that are down. Counts
+    /// and kind names only: no tenant data.
+    pub fn supervision(&self) -> Supervision {
+        let restarts = self.actor_restarts();
+        let inner = &self.root.inner;
+        let jobs = self.job_metrics();
+        let mut supervisors_down = Vec::new();
+        if !self.root.is_running() {
+            supervisors_down.push("root");
+        }
+        let queues = [
+            ("extraction", inner.extraction.is_running()),
+            ("webhook_delivery", inner.webhooks.is_running()),
+            ("reembed", inner.reembed.is_running()),
+            ("ingest", inner.ingest.is_running()),
+            ("erasure", inner.erasure.is_running()),
+            ("import", inner.import.is_running()),
+            ("connector_sync", inner.connector_syncs.is_running()),
+            (
+                "mail",
+                inner.mail.as_ref().is_none_or(|mail| mail.is_running()),
+            ),
+        ];
+        supervisors_down.extend(
+            queues
+                .into_iter()
+                .filter(|(_, running)| !running)
+                .map(|(kind, _)| kind),
+        );
+        Supervision {
+            degraded_tenants: restarts.degraded_tenants,
+            degraded_collections: restarts.degraded_collections,
+            degraded_job_kinds: jobs
+                .iter()
+                .filter(|(_, metrics)| metrics.degraded)
+                .map(|(kind, _)| *kind)
+                .collect(),
+            supervisors_down,
+        }
+    }
+
+    /// Restarts of failed tenant and collection actors since the process started, and
+    /// how many are degraded now.
     pub fn actor_restarts(&self) -> ActorRestarts {
+        let policy = &self.root.inner.config.restarts;
+        let now = std::time::Instant::now();
         let mut restarts = ActorRestarts::default();
         for tenant in self.root.inner.tenants.iter() {
-            restarts.tenants += tenant.restarts.load(std::sync::atomic::Ordering::Relaxed);
+            restarts.tenants += tenant.supervised.restarts();
+            restarts.degraded_tenants += u64::from(tenant.supervised.is_degraded(policy, now));
             for entry in tenant.snapshot().collections.values() {
-                restarts.collections += entry
-                    .handle
-                    .restarts
-                    .load(std::sync::atomic::Ordering::Relaxed);
+                let supervised = &entry.handle.supervised;
+                restarts.collections += supervised.restarts();
+                restarts.degraded_collections += u64::from(supervised.is_degraded(policy, now));
             }
         }
         restarts

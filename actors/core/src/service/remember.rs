@@ -191,7 +191,14 @@ impl Graph {
                                 error.usage(),
                             )
                             .await;
-                        return Err(Error::UpstreamFailed(error.to_string()));
+                        return Err(match &error {
+                            memvault_extract::llm::ExtractError::Llm { error: cause, .. }
+                                if cause.is_transient() =>
+                            {
+                                Error::LlmUnreachable(error.to_string())
+                            }
+                            _ => Error::UpstreamFailed(error.to_string()),
+                        });
                     }
                 };
                 self.root

@@ -91,6 +91,7 @@ impl Settings {
             ..settings.clone()
         })
         .await?;
+        self.root.resume_extraction(tenant);
         Ok(view)
     }
 
@@ -103,6 +104,7 @@ impl Settings {
         })
         .await?;
         self.root.inner.intelligence.forget_own(tenant);
+        self.root.resume_extraction(tenant);
         Ok(had)
     }
 

@@ -8,7 +8,6 @@ mod messages;
 mod state;
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,12 +26,8 @@ use crate::collection::{
 use crate::error::{Error, Result};
 use memvault_events::EventBroker;
 use memvault_index::{IndexSettings, VectorIndex};
-use memvault_types::Backoff;
+use memvault_types::RestartPolicy;
 
-/// Restart delay of a failed collection actor, by consecutive failures.
-const RESTART_BACKOFF: Backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
-/// A failure this long after the previous one starts the back-off over.
-const FAILURE_MEMORY: Duration = Duration::from_secs(60);
 /// How long deleting a collection may wait for its actor.
 const DESTROY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest a collection may take to store its re-embedded memories in one write.
@@ -48,6 +43,8 @@ pub struct TenantArgs {
     pub indexing: Arc<IndexSettings>,
     pub keys: Arc<KeyDirectory>,
     pub events: EventBroker,
+    /// How failed collection actors are restarted.
+    pub restarts: RestartPolicy,
 }
 
 pub struct TenantState {
@@ -59,8 +56,8 @@ pub struct TenantState {
     keys: Arc<KeyDirectory>,
     /// Which collection each linked child actor serves, to act on supervision events.
     children: HashMap<ActorId, CollectionName>,
-    /// Consecutive failures per collection and when the last one happened (back-off).
-    failures: HashMap<CollectionName, (u32, Instant)>,
+    /// How failed collection actors are restarted (their failures are on their handles).
+    restarts: RestartPolicy,
     /// Handed to each collection actor, which reports changed memories to it (webhooks).
     events: EventBroker,
 }
@@ -270,25 +267,28 @@ async fn delete_collection(state: &mut TenantState, name: &CollectionName) -> Re
     Ok(())
 }
 
+/// Counts the collection actor's failure and restarts it after the policy's back-off
+/// (a tenant actor gone by then, at shutdown, restarts nothing).
 fn schedule_restart(
     myself: &ActorRef<TenantMessage>,
-    state: &mut TenantState,
-    name: CollectionName,
+    state: &TenantState,
+    handle: &CollectionHandle,
 ) {
-    let now = Instant::now();
-    let failures = state.failures.entry(name.clone()).or_insert((0, now));
-    if now.duration_since(failures.1) > FAILURE_MEMORY {
-        failures.0 = 0;
+    let delay = handle.supervised.failed(&state.restarts, Instant::now());
+    if handle
+        .supervised
+        .is_degraded(&state.restarts, Instant::now())
+    {
+        tracing::error!(
+            tenant = %handle.tenant,
+            collection = %handle.name,
+            failures = handle.supervised.failures(&state.restarts, Instant::now()),
+            "collection actor degraded: it keeps failing; restarting it every {} ms",
+            delay.as_millis()
+        );
     }
-    failures.0 += 1;
-    failures.1 = now;
-    let delay = RESTART_BACKOFF.delay(failures.0);
-    let myself = myself.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(delay).await;
-        // The tenant actor may be gone by then (shutdown); nothing to restart.
-        let _ = myself.cast(TenantMessage::RestartCollection { name });
-    });
+    let name = handle.name.clone();
+    myself.send_after(delay, move || TenantMessage::RestartCollection { name });
 }
 
 impl Actor for TenantActor {
@@ -324,7 +324,7 @@ impl Actor for TenantActor {
             indexing: args.indexing,
             keys: args.keys,
             children: HashMap::new(),
-            failures: HashMap::new(),
+            restarts: args.restarts,
             events: args.events,
         };
         let mut snapshot = (*state.snapshot()).clone();
@@ -470,12 +470,12 @@ impl Actor for TenantActor {
                     Ok(()) => tracing::info!(
                         tenant = %entry.handle.tenant,
                         collection = %name,
-                        restarts = entry.handle.restarts.load(Ordering::Relaxed),
+                        restarts = entry.handle.supervised.restarts(),
                         "collection actor restarted"
                     ),
                     Err(error) => {
                         tracing::warn!(collection = %name, %error, "collection actor restart failed");
-                        schedule_restart(&myself, state, name);
+                        schedule_restart(&myself, state, &entry.handle);
                     }
                 }
             }
@@ -496,14 +496,13 @@ impl Actor for TenantActor {
                 };
                 if let Some(entry) = state.entry(&name) {
                     entry.handle.actor.store(None);
-                    entry.handle.restarts.fetch_add(1, Ordering::Relaxed);
                     tracing::error!(
                         tenant = %entry.handle.tenant,
                         collection = %name,
                         %error,
                         "collection actor failed; restarting with its state reloaded"
                     );
-                    schedule_restart(&myself, state, name);
+                    schedule_restart(&myself, state, &entry.handle);
                 }
             }
             SupervisionEvent::ActorTerminated(cell, _, _) => {

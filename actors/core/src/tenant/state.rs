@@ -1,6 +1,5 @@
 //! What a tenant actor owns and publishes.
 
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use arc_swap::{ArcSwap, ArcSwapOption};
@@ -36,8 +35,8 @@ pub struct TenantHandle {
     pub snapshot: ArcSwap<TenantSnapshot>,
     /// `None` while the actor is being restarted.
     pub actor: ArcSwapOption<ActorRef<TenantMessage>>,
-    /// How many times the actor was restarted after a failure.
-    pub restarts: AtomicU64,
+    /// The actor's failures and restarts (see [`memvault_types::supervision`]).
+    pub supervised: memvault_types::Supervised,
 }
 
 impl TenantHandle {
@@ -50,7 +49,7 @@ impl TenantHandle {
                 keys: imbl::OrdMap::new(),
             }),
             actor: ArcSwapOption::empty(),
-            restarts: AtomicU64::new(0),
+            supervised: memvault_types::Supervised::default(),
         })
     }
 
