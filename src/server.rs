@@ -239,15 +239,7 @@ pub async fn start_service_with_clock(
         Duration::from_secs(config.status.check_interval_secs),
         {
             let operator = service.operator();
-            Box::new(move || {
-                let supervision = operator.supervision();
-                crate::status::Degraded {
-                    tenants: supervision.degraded_tenants,
-                    collections: supervision.degraded_collections,
-                    job_kinds: supervision.degraded_job_kinds,
-                    supervisors_down: supervision.supervisors_down,
-                }
-            })
+            Box::new(move || operator.supervision())
         },
     );
     let state = AppState::new(

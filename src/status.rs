@@ -2,14 +2,15 @@
 //! embeds a short text, and its outcome is kept for 24 hours. No tenant data is involved.
 //! The checks are a recurring task (`status_self_check`) on the service's scheduler; they
 //! need the store and the embedder, not the service. The report also says what the
-//! supervisors found degraded (counts and kind names only, through a closure the server
-//! gives: see `Operator::supervision`).
+//! supervisors find degraded (counts and kind names only, through a closure the server
+//! gives: `Operator::supervision`).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use memvault_core::Supervision;
 use memvault_embed::EmbeddingService;
 use memvault_jobs::{Recurring, Scheduler};
 use memvault_storage::Store;
@@ -37,30 +38,8 @@ pub struct Incident {
     pub detail: String,
 }
 
-/// What the supervisors report degraded now.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Degraded {
-    /// Tenant actors failing again and again (a count: no tenant data).
-    pub tenants: u64,
-    /// Collection actors failing again and again.
-    pub collections: u64,
-    /// Job kinds whose workers keep dying.
-    pub job_kinds: Vec<&'static str>,
-    /// Top-level supervisors that are not running.
-    pub supervisors_down: Vec<&'static str>,
-}
-
-impl Degraded {
-    pub fn any(&self) -> bool {
-        self.tenants > 0
-            || self.collections > 0
-            || !self.job_kinds.is_empty()
-            || !self.supervisors_down.is_empty()
-    }
-}
-
 /// Where the report learns what is degraded.
-pub type DegradedSource = Box<dyn Fn() -> Degraded + Send + Sync>;
+pub type DegradedSource = Box<dyn Fn() -> Supervision + Send + Sync>;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusReport {
@@ -75,7 +54,8 @@ pub struct StatusReport {
     pub recent_checks: Vec<HealthCheck>,
     /// Newest first.
     pub incidents: Vec<Incident>,
-    pub degraded: Degraded,
+    /// What the supervisors find degraded now.
+    pub degraded: Supervision,
 }
 
 pub struct StatusMonitor {
@@ -151,7 +131,7 @@ impl StatusMonitor {
         let degraded = (self.degraded)();
         let state = match history.back() {
             Some(last) if !last.ok => "degraded",
-            _ if degraded.any() => "degraded",
+            _ if degraded.is_degraded() => "degraded",
             _ => "operational",
         };
         StatusReport {
@@ -238,10 +218,10 @@ mod tests {
     }
 
     fn monitor() -> StatusMonitor {
-        monitor_with(Degraded::default())
+        monitor_with(Supervision::default())
     }
 
-    fn monitor_with(degraded: Degraded) -> StatusMonitor {
+    fn monitor_with(degraded: Supervision) -> StatusMonitor {
         StatusMonitor {
             started_at: Utc::now(),
             history: Mutex::new(VecDeque::new()),
@@ -251,14 +231,14 @@ mod tests {
 
     #[test]
     fn a_degraded_part_degrades_the_state_even_when_the_checks_pass() {
-        let monitor = monitor_with(Degraded {
-            collections: 1,
-            ..Degraded::default()
+        let monitor = monitor_with(Supervision {
+            degraded_collections: 1,
+            ..Supervision::default()
         });
         monitor.record(check(1, true));
         let report = monitor.report();
         assert_eq!(report.state, "degraded");
-        assert_eq!(report.degraded.collections, 1);
+        assert_eq!(report.degraded.degraded_collections, 1);
         assert_eq!(report.uptime_24h_percent, 100.0);
     }
 

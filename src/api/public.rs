@@ -124,9 +124,9 @@ pub async fn status(State(status): State<Arc<StatusMonitor>>) -> Json<StatusResp
         recent_checks: report.recent_checks.into_iter().map(Into::into).collect(),
         incidents: report.incidents.into_iter().map(Into::into).collect(),
         degraded: DegradedResponse {
-            tenants: report.degraded.tenants,
-            collections: report.degraded.collections,
-            job_kinds: report.degraded.job_kinds,
+            tenants: report.degraded.degraded_tenants,
+            collections: report.degraded.degraded_collections,
+            job_kinds: report.degraded.degraded_job_kinds,
             supervisors_down: report.degraded.supervisors_down,
         },
     })

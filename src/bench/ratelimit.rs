@@ -138,7 +138,7 @@ pub async fn run() -> Result<(), BenchError> {
         service.store().clone(),
         service.embedder().clone(),
         Duration::from_secs(3600),
-        Box::new(crate::status::Degraded::default),
+        Box::new(memvault_core::Supervision::default),
     );
     let state = |enabled: bool| {
         let config = RateLimitConfig {

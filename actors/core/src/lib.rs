@@ -44,7 +44,7 @@ pub use service::{
     AuditTrail, Authorizer, Collections, Contradiction, ExtractionLlmInput, ExtractionLlmView,
     Extractor, Graph, Keys, ListPage, Maintenance, Memories, Memvault, Operator, Profile, Proxy,
     RememberInput, RememberOutcome, Search, ServiceConfig, Settings, SlotHistory, SpendView,
-    Tenants,
+    Supervision, Tenants,
 };
 pub use service::{
     BlobBackend, CompletedUpload, Download, FileResult, Files, Incoming, StagedFile, UploadSpec,
