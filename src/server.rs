@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::status::StatusMonitor;
 use memvault_accounts::billing::BillingSettings;
-use memvault_core::account::{AccountSettings, ErasureSettings};
+use memvault_core::account::AccountSettings;
 use memvault_core::embedders::{Embedders, ModelCatalog};
 use memvault_core::service::BootstrapOutcome;
 use memvault_core::service::{IntelligenceConfig, ModelPrice};
@@ -21,6 +21,7 @@ use memvault_embed::{
 };
 use memvault_llm::LlmConfig;
 use memvault_mail::Mailer;
+use memvault_portability::ErasureSettings;
 use memvault_storage::crypto::SecretBox;
 use memvault_storage::EmbeddingModel;
 use memvault_storage::SledStore;
@@ -227,10 +228,10 @@ pub async fn start_service_with_clock(
         email: memvault_accounts::email::EmailSettings {
             domain: config.email.domain.to_ascii_lowercase(),
         },
-        connectors: connector_settings(config),
         restarts: memvault_types::RestartPolicy::ACTORS,
     };
     let service = Memvault::start(Arc::new(store), embedders, service_config).await?;
+    let connections = memvault_sync::start(&service, connector_settings(config)).await?;
     let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;
     let status = StatusMonitor::start(
         service.scheduler(),
@@ -238,12 +239,19 @@ pub async fn start_service_with_clock(
         service.embedder().clone(),
         Duration::from_secs(config.status.check_interval_secs),
         {
-            let operator = service.operator();
-            Box::new(move || operator.supervision())
+            let (operator, connections) = (service.operator(), connections.clone());
+            Box::new(move || {
+                let mut supervision = operator.supervision();
+                if !connections.is_running() {
+                    supervision.supervisors_down.push("connector_sync");
+                }
+                supervision
+            })
         },
     );
     let state = AppState::new(
         &service,
+        connections,
         status,
         config.server.max_body_bytes,
         RateLimits::from_config(&config.rate_limit),
@@ -376,6 +384,7 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartupError> {
+    let connections = state.connections.clone();
     let router = api::router(state);
     axum::serve(
         listener,
@@ -384,6 +393,7 @@ pub async fn serve(
     .with_graceful_shutdown(shutdown)
     .await
     .map_err(StartupError::Serve)?;
+    connections.stop().await;
     service.shutdown().await;
     Ok(())
 }
@@ -419,9 +429,9 @@ pub async fn shutdown_signal() {
 
 /// `[connectors]`: the scheduler, each provider's API root and OAuth app (an app needs
 /// both a client id and a secret; the authorize and token URLs default to the provider's).
-fn connector_settings(config: &Config) -> memvault_core::connectors::ConnectorSettings {
+fn connector_settings(config: &Config) -> memvault_sync::ConnectorSettings {
     use memvault_connectors::ProviderKind;
-    use memvault_core::connectors::{ConnectorSettings, ProviderSettings};
+    use memvault_sync::{ConnectorSettings, ProviderSettings};
     let section = &config.connectors;
     let mut providers = std::collections::BTreeMap::new();
     for kind in ProviderKind::ALL {

@@ -96,7 +96,7 @@ impl StatusMonitor {
                 let check = run_check(store, &embedder).await;
                 let outcome = match &check.detail {
                     None => Ok(()),
-                    Some(detail) => Err(detail.clone()),
+                    Some(detail) => Err(memvault_types::Failure::internal(detail.clone())),
                 };
                 monitor.record(check);
                 outcome

@@ -41,10 +41,10 @@ use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use memvault_core::{
-    Accounts, AuditTrail, Authorizer, Billing, Collections, Connections, Email, Files, Graph,
-    Internal, Keys, Maintenance, Memories, Memvault, Operator, Portability, Proxy, Search,
-    Settings, Tenants,
+    Accounts, AuditTrail, Authorizer, Billing, Collections, Email, Files, Graph, Internal, Keys,
+    Maintenance, Memories, Memvault, Operator, Portability, Proxy, Search, Settings, Tenants,
 };
+use memvault_sync::Connections;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 use utoipa_axum::router::OpenApiRouter;
@@ -99,6 +99,7 @@ pub struct AppState {
 impl AppState {
     pub fn new(
         service: &Memvault,
+        connections: Connections,
         status: Arc<StatusMonitor>,
         max_body_bytes: usize,
         rate_limits: RateLimits,
@@ -128,7 +129,7 @@ impl AppState {
             account_limits: Arc::new(account::AccountLimits::default()),
             internal_secrets: internal::InternalSecrets::default(),
             email: service.email(),
-            connections: service.connections(),
+            connections,
             inbound_secret: email::InboundSecret::default(),
         }
     }

@@ -11,8 +11,9 @@ use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
 use memvault_core::metrics::{LatencySummary, MetricsSnapshot, Stage};
 use memvault_core::service::EmbeddingsOverview;
-use memvault_core::{Connections, Operator};
+use memvault_core::Operator;
 use memvault_jobs::{JobMetricsSnapshot, RecurringSnapshot};
+use memvault_sync::Connections;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -145,7 +146,7 @@ pub struct ActorRestartsResponse {
 }
 
 impl MetricsResponse {
-    fn new(snapshot: MetricsSnapshot, operator: &Operator) -> Self {
+    fn new(snapshot: MetricsSnapshot, operator: &Operator, connections: &Connections) -> Self {
         let stage = |stage: Stage| StageMetricsResponse::from(snapshot.stage(stage));
         Self {
             scope: "process",
@@ -177,6 +178,7 @@ impl MetricsResponse {
             jobs: operator
                 .job_metrics()
                 .into_iter()
+                .chain([("connector_sync", connections.job_metrics())])
                 .map(|(kind, metrics)| (kind.to_owned(), metrics))
                 .collect(),
             recurring: operator.recurring_metrics(),
@@ -202,6 +204,7 @@ impl MetricsResponse {
     security(("bearer" = [])))]
 pub async fn metrics(
     State(operator): State<Operator>,
+    State(connections): State<Connections>,
     _admin: Admin,
     ApiQuery(query): ApiQuery<MetricsQuery>,
 ) -> ApiResult<Json<MetricsResponse>> {
@@ -211,7 +214,11 @@ pub async fn metrics(
     } else {
         metrics.snapshot()
     };
-    Ok(Json(MetricsResponse::new(snapshot, &operator)))
+    Ok(Json(MetricsResponse::new(
+        snapshot,
+        &operator,
+        &connections,
+    )))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -140,6 +140,9 @@ pub async fn run() -> Result<(), BenchError> {
         Duration::from_secs(3600),
         Box::new(memvault_core::Supervision::default),
     );
+    let connections = memvault_sync::start(&service, memvault_sync::ConnectorSettings::default())
+        .await
+        .map_err(|error| setup(error.to_string()))?;
     let state = |enabled: bool| {
         let config = RateLimitConfig {
             enabled,
@@ -148,6 +151,7 @@ pub async fn run() -> Result<(), BenchError> {
         };
         AppState::new(
             &service,
+            connections.clone(),
             status.clone(),
             1 << 20,
             RateLimits::from_config(&config),

@@ -19,6 +19,7 @@ use std::collections::HashSet;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use memvault_types::Failure;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -65,15 +66,15 @@ pub struct Checkpoint {
 #[async_trait]
 pub trait Sink: Send + Sync {
     /// The stored content hash of each record id (None: not stored).
-    async fn hashes(&self, ids: &[String]) -> Result<Vec<Option<String>>, String>;
+    async fn hashes(&self, ids: &[String]) -> Result<Vec<Option<String>>, Failure>;
     /// Stores (or replaces) these records' memories with their hashes.
-    async fn upsert(&self, records: Vec<(Record, String)>) -> Result<(), String>;
+    async fn upsert(&self, records: Vec<(Record, String)>) -> Result<(), Failure>;
     /// Removes these records' memories; returns how many there were.
-    async fn delete(&self, ids: &[String]) -> Result<u64, String>;
+    async fn delete(&self, ids: &[String]) -> Result<u64, Failure>;
     /// Every record id stored for the connection.
-    async fn stored_ids(&self) -> Result<Vec<String>, String>;
+    async fn stored_ids(&self) -> Result<Vec<String>, Failure>;
     /// Saves the run's progress (None: clears it, the run is over).
-    async fn checkpoint(&self, checkpoint: Option<&Checkpoint>) -> Result<(), String>;
+    async fn checkpoint(&self, checkpoint: Option<&Checkpoint>) -> Result<(), Failure>;
 }
 
 /// Why a run failed.
@@ -82,7 +83,7 @@ pub enum SyncError {
     #[error(transparent)]
     Provider(#[from] ProviderError),
     #[error("storing the records failed: {0}")]
-    Sink(String),
+    Sink(Failure),
 }
 
 /// What a run did.

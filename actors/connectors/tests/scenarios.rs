@@ -25,14 +25,14 @@ struct MemorySink {
 
 #[async_trait]
 impl Sink for MemorySink {
-    async fn hashes(&self, ids: &[String]) -> Result<Vec<Option<String>>, String> {
+    async fn hashes(&self, ids: &[String]) -> Result<Vec<Option<String>>, memvault_types::Failure> {
         let stored = self.stored.lock().unwrap();
         Ok(ids
             .iter()
             .map(|id| stored.get(id).map(|(_, hash)| hash.clone()))
             .collect())
     }
-    async fn upsert(&self, records: Vec<(Record, String)>) -> Result<(), String> {
+    async fn upsert(&self, records: Vec<(Record, String)>) -> Result<(), memvault_types::Failure> {
         *self.upserts.lock().unwrap() += records.len() as u64;
         let mut stored = self.stored.lock().unwrap();
         for (record, hash) in records {
@@ -40,14 +40,17 @@ impl Sink for MemorySink {
         }
         Ok(())
     }
-    async fn delete(&self, ids: &[String]) -> Result<u64, String> {
+    async fn delete(&self, ids: &[String]) -> Result<u64, memvault_types::Failure> {
         let mut stored = self.stored.lock().unwrap();
         Ok(ids.iter().filter(|id| stored.remove(*id).is_some()).count() as u64)
     }
-    async fn stored_ids(&self) -> Result<Vec<String>, String> {
+    async fn stored_ids(&self) -> Result<Vec<String>, memvault_types::Failure> {
         Ok(self.stored.lock().unwrap().keys().cloned().collect())
     }
-    async fn checkpoint(&self, checkpoint: Option<&Checkpoint>) -> Result<(), String> {
+    async fn checkpoint(
+        &self,
+        checkpoint: Option<&Checkpoint>,
+    ) -> Result<(), memvault_types::Failure> {
         *self.checkpoint.lock().unwrap() = checkpoint.cloned();
         Ok(())
     }

@@ -329,3 +329,11 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error crossing a seam (a job kind, the sync engine's sink, an ingest step) keeps its
+/// code; retryable when the code's status says the service or a dependency failed.
+impl From<Error> for memvault_types::Failure {
+    fn from(error: Error) -> Self {
+        memvault_types::Failure::new(error.code(), error.to_string())
+    }
+}

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use memvault_jobs::{Backoff, JobKind, Outcome, PausePolicy, Pending, RetryPolicy};
+use memvault_jobs::{Backoff, Failure, JobKind, Outcome, PausePolicy, Pending, RetryPolicy};
 use memvault_storage::{CollectionName, CreatedBy, ExtractJobRecord, JobState, Store, TenantId};
 use memvault_types::limits::EXTRACT_JOB_MAX_ATTEMPTS;
 
@@ -101,11 +101,9 @@ impl JobKind for ExtractionJobs {
         key.0.as_str().to_owned()
     }
 
-    async fn unfinished(&self) -> std::result::Result<Vec<Pending<ExtractJobKey>>, String> {
+    async fn unfinished(&self) -> std::result::Result<Vec<Pending<ExtractJobKey>>, Failure> {
         let store = self.store.clone();
-        let jobs = blocking(move || store.unfinished_jobs())
-            .await
-            .map_err(|error| error.to_string())?;
+        let jobs = blocking(move || store.unfinished_jobs()).await?;
         let now = Utc::now();
         Ok(jobs
             .into_iter()
@@ -122,7 +120,9 @@ impl JobKind for ExtractionJobs {
             Ok(Some(job)) if !job.state.is_finished() => job,
             // Pruned, or finished before a crash lost the queue's word of it.
             Ok(_) => return Outcome::Done,
-            Err(error) => return Outcome::Retry(format!("the job could not be read: {error}")),
+            Err(error) => {
+                return Outcome::Retry(Failure::from(error).context("the job could not be read"))
+            }
         };
         job.state = JobState::Processing;
         job.attempts += 1;
@@ -150,17 +150,17 @@ impl JobKind for ExtractionJobs {
                 job.detail = outcome.detail;
                 Outcome::Done
             }
-            Err(Error::LlmUnreachable(reason)) => {
+            Err(error @ Error::LlmUnreachable(_)) => {
                 // Not the job's fault: it waits, and this attempt is not counted.
                 job.state = JobState::Queued;
                 job.attempts = job.attempts.saturating_sub(1);
-                job.detail = Some(format!("waiting for the extraction LLM: {reason}"));
-                Outcome::Deferred(reason)
+                job.detail = Some(format!("waiting for the extraction LLM: {error}"));
+                Outcome::Deferred(error.into())
             }
             Err(error) => {
                 job.state = JobState::Failed;
                 job.detail = Some(error.to_string());
-                Outcome::Failed(error.to_string())
+                Outcome::Failed(error.into())
             }
         };
         job.updated_at = Utc::now();
@@ -178,11 +178,11 @@ impl JobKind for ExtractionJobs {
         _key: &ExtractJobKey,
         _attempts: u32,
         _due: DateTime<Utc>,
-        _reason: &str,
+        _reason: &Failure,
     ) {
     }
 
-    async fn give_up(&self, key: &ExtractJobKey, attempts: u32, reason: &str) {
+    async fn give_up(&self, key: &ExtractJobKey, attempts: u32, reason: &Failure) {
         let job = match self.load(key).await {
             Ok(Some(job)) => job,
             Ok(None) => return,

@@ -11,8 +11,8 @@
 //! - [`memory`]: what creating or changing a memory carries, and its validation rules.
 //! - [`metrics`]: per-route, per-stage and cache figures for the operator endpoints.
 //! - [`extraction`]: asynchronous remember as a job kind on `memvault-jobs`.
-//! - [`account`]: outgoing mail, account erasure and large imports as job kinds (the
-//!   account domain itself is `memvault-accounts`).
+//! - [`account`]: the accounts' settings (the account domain, the outbox included, is
+//!   `memvault-accounts`; erasure and imports are `memvault-portability`'s jobs).
 //!
 //! Actors know nothing of HTTP; storage goes through `memvault-storage`'s traits.
 
@@ -21,11 +21,9 @@ pub mod agent;
 pub mod audit;
 mod call;
 pub mod collection;
-pub mod connectors;
 pub mod embedders;
 pub mod error;
 pub mod extraction;
-pub mod files;
 pub mod memory;
 pub mod metrics;
 pub mod reembed;
@@ -34,6 +32,7 @@ pub mod service;
 pub mod tenant;
 
 pub use agent::Agent;
+pub use call::blocking;
 pub use error::{Error, Result};
 pub use memvault_storage::RevealPurpose;
 pub use service::{AccountExport, ImportCollection, ImportOutcome, ImportedMemory, Portability};
@@ -50,6 +49,5 @@ pub use service::{
     BlobBackend, CompletedUpload, Download, FileResult, Files, Incoming, StagedFile, UploadSpec,
     UploadTicket,
 };
-pub use service::{ConnectionView, Connections, NewConnection, ProviderRuns, SyncOutcome};
 pub use service::{DropAddress, Email, Inbound};
 pub use service::{EmbeddedTexts, Internal, StorageConfigInput, StorageConfigView};

@@ -30,7 +30,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use dashmap::DashMap;
 use memvault_index::VectorIndex;
-use memvault_jobs::{Backoff, JobKind, Outcome, Pending, RetryPolicy};
+use memvault_jobs::{Backoff, Failure, JobKind, Outcome, Pending, RetryPolicy};
 use memvault_storage::{CollectionName, EmbeddingModel, StagedEmbedding, Store, TenantId};
 
 use crate::call::{blocking, call_actor};
@@ -357,7 +357,7 @@ impl JobKind for ReembedJobs {
         }
     }
 
-    async fn unfinished(&self) -> std::result::Result<Vec<Pending<ReembedKey>>, String> {
+    async fn unfinished(&self) -> std::result::Result<Vec<Pending<ReembedKey>>, Failure> {
         let target = self.embedders.current_model().clone();
         let keys = Self::outdated(&self.tenants, &target);
         let now = self.clock.now();
@@ -394,27 +394,33 @@ impl JobKind for ReembedJobs {
             Err(error) => {
                 let reason = error.to_string();
                 self.progress
-                    .update(key, |progress| progress.last_error = Some(reason.clone()));
-                Outcome::Retry(reason)
+                    .update(key, |progress| progress.last_error = Some(reason));
+                Outcome::Retry(error.into())
             }
         }
     }
 
-    async fn retry_at(&self, key: &ReembedKey, attempts: u32, due: DateTime<Utc>, reason: &str) {
+    async fn retry_at(
+        &self,
+        key: &ReembedKey,
+        attempts: u32,
+        due: DateTime<Utc>,
+        reason: &Failure,
+    ) {
         tracing::warn!(
             collection = %format!("{}/{}", key.0, key.1),
             attempts,
             %due,
-            reason,
+            %reason,
             "re-embedding failed; retrying (search answers from the old vectors meanwhile)"
         );
     }
 
-    async fn give_up(&self, key: &ReembedKey, attempts: u32, reason: &str) {
+    async fn give_up(&self, key: &ReembedKey, attempts: u32, reason: &Failure) {
         tracing::error!(
             collection = %format!("{}/{}", key.0, key.1),
             attempts,
-            reason,
+            %reason,
             "re-embedding given up; the collection stays on its old model until the next start"
         );
         self.progress.update(key, |progress| {

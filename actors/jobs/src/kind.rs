@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use memvault_types::Backoff;
+use memvault_types::{Backoff, Failure};
 
 /// How a kind's failed jobs are retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,13 +59,13 @@ pub enum Outcome {
     Done,
     /// This attempt failed; the job is tried again after the back-off while attempts
     /// remain, else given up with this reason.
-    Retry(String),
+    Retry(Failure),
     /// The job failed for good and the kind has recorded why; it is not tried again.
-    Failed(String),
+    Failed(Failure),
     /// Something the job needs is down (an LLM endpoint), not the job: the attempt is not
     /// counted, the job runs again after the first back-off step, and the failure counts
     /// toward its group's pause. The job is never given up for this.
-    Deferred(String),
+    Deferred(Failure),
 }
 
 /// One kind of background work.
@@ -95,15 +95,15 @@ pub trait JobKind: Send + Sync + 'static {
     }
 
     /// Every job a previous run left unfinished, in the order to run them.
-    async fn unfinished(&self) -> Result<Vec<Pending<Self::Key>>, String>;
+    async fn unfinished(&self) -> Result<Vec<Pending<Self::Key>>, Failure>;
 
     /// One attempt; `attempt` is 1-based. A kind whose attempts must count across a crash
     /// stores the attempt before it starts any work.
     async fn run(&self, key: &Self::Key, attempt: u32) -> Outcome;
 
     /// The job has failed `attempts` times and runs again at `due`: store that.
-    async fn retry_at(&self, key: &Self::Key, attempts: u32, due: DateTime<Utc>, reason: &str);
+    async fn retry_at(&self, key: &Self::Key, attempts: u32, due: DateTime<Utc>, reason: &Failure);
 
     /// The job failed for good after `attempts` attempts: record why, or drop it.
-    async fn give_up(&self, key: &Self::Key, attempts: u32, reason: &str);
+    async fn give_up(&self, key: &Self::Key, attempts: u32, reason: &Failure);
 }

@@ -29,14 +29,18 @@
 //! - [`queue`]: [`JobQueue`], the handle, and its supervisor and worker actors.
 //! - [`metrics`]: [`JobMetrics`] and the snapshot the operator endpoint shows.
 //! - [`scheduler`]: [`Scheduler`] for recurring work.
+//! - [`blocking`](mod@blocking): a job's store work off the async threads, failing as a
+//!   [`Failure`].
 
+pub mod blocking;
 pub mod kind;
 pub mod metrics;
 pub mod queue;
 pub mod scheduler;
 
+pub use blocking::blocking;
 pub use kind::{JobKind, Outcome, PausePolicy, Pending, RetryPolicy};
-pub use memvault_types::Backoff;
+pub use memvault_types::{Backoff, Failure};
 pub use metrics::{JobMetrics, JobMetricsSnapshot};
 pub use queue::{JobError, JobQueue};
 pub use scheduler::{Recurring, RecurringSnapshot, Scheduler};

@@ -84,7 +84,7 @@ impl<K: JobKind> JobQueue<K> {
         let unfinished = kind
             .unfinished()
             .await
-            .map_err(|error| JobError::Start(K::NAME, error))?;
+            .map_err(|error| JobError::Start(K::NAME, error.to_string()))?;
         if !unfinished.is_empty() {
             tracing::info!(
                 kind = K::NAME,
@@ -603,7 +603,9 @@ impl<K: JobKind> Actor for JobSupervisor<K> {
         tracing::warn!(kind = K::NAME, job = ?held.as_ref().map(|(_, pending)| &pending.key), %reason, "job worker died; restarting it");
         if let (Some((_, pending)), Some(kind)) = (held, state.kind.clone()) {
             let key = pending.key.clone();
-            let outcome = Outcome::Retry(format!("the worker died: {reason}"));
+            let outcome = Outcome::Retry(memvault_types::Failure::internal(format!(
+                "the worker died: {reason}"
+            )));
             let settled = settle(&*kind, pending, outcome).await;
             state.record(&key, settled);
         }

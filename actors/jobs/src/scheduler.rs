@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use memvault_types::Failure;
 use rand::Rng;
 use serde::Serialize;
 
@@ -31,7 +32,8 @@ impl Recurring {
     }
 }
 
-type Task = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> + Send + Sync>;
+type Task =
+    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<(), Failure>> + Send>> + Send + Sync>;
 
 /// What one recurring task has done.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -65,7 +67,7 @@ impl Scheduler {
     pub fn every<F, Fut>(&self, schedule: Recurring, task: F)
     where
         F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<(), String>> + Send + 'static,
+        Fut: Future<Output = Result<(), Failure>> + Send + 'static,
     {
         let task: Task = Arc::new(move || Box::pin(task()));
         let counters = Arc::new(Counters {
@@ -122,7 +124,7 @@ async fn run_recurring(schedule: Recurring, task: Task, counters: Arc<Counters>)
         counters.runs.fetch_add(1, Ordering::Relaxed);
         if let Err(error) = result {
             counters.failures.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(task = schedule.name, %error, "recurring task failed");
+            tracing::warn!(task = schedule.name, code = error.code.as_str(), %error, "recurring task failed");
         }
         tokio::time::sleep(next_wait(&schedule)).await;
     }
@@ -166,7 +168,7 @@ mod tests {
                 let call = seen.fetch_add(1, Ordering::Relaxed);
                 async move {
                     if call.is_multiple_of(2) {
-                        Err("even call".to_owned())
+                        Err(Failure::internal("even call"))
                     } else {
                         Ok(())
                     }

@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use memvault_jobs::{Backoff, JobKind, JobQueue, Outcome, PausePolicy, Pending, RetryPolicy};
+use memvault_jobs::{
+    Backoff, Failure, JobKind, JobQueue, Outcome, PausePolicy, Pending, RetryPolicy,
+};
+use memvault_types::ErrorCode;
 use tokio::sync::Notify;
 
 /// What a scripted job does on each attempt (1-based); past the script it succeeds.
@@ -90,7 +93,7 @@ impl JobKind for Scripted {
         key.split('/').next().unwrap_or_default().to_owned()
     }
 
-    async fn unfinished(&self) -> Result<Vec<Pending<String>>, String> {
+    async fn unfinished(&self) -> Result<Vec<Pending<String>>, Failure> {
         Ok(self.unfinished.lock().unwrap().clone())
     }
 
@@ -101,7 +104,10 @@ impl JobKind for Scripted {
         });
         if self.down.lock().unwrap().contains(&self.group(key)) {
             self.update(key, |record| record.state = "deferred");
-            return Outcome::Deferred("the dependency is down".to_owned());
+            return Outcome::Deferred(Failure::new(
+                ErrorCode::UpstreamFailed,
+                "the dependency is down",
+            ));
         }
         let step = self
             .scripts
@@ -115,10 +121,10 @@ impl JobKind for Scripted {
                 self.update(key, |record| record.state = "done");
                 Outcome::Done
             }
-            Step::Fail => Outcome::Retry(format!("attempt {attempt} failed")),
+            Step::Fail => Outcome::Retry(Failure::internal(format!("attempt {attempt} failed"))),
             Step::FailForGood => {
                 self.update(key, |record| record.state = "failed");
-                Outcome::Failed("bad input".to_owned())
+                Outcome::Failed(Failure::new(ErrorCode::InvalidBody, "bad input"))
             }
             Step::Panic => panic!("scripted panic"),
             Step::Block => {
@@ -129,19 +135,19 @@ impl JobKind for Scripted {
         }
     }
 
-    async fn retry_at(&self, key: &String, attempts: u32, _due: DateTime<Utc>, reason: &str) {
+    async fn retry_at(&self, key: &String, attempts: u32, _due: DateTime<Utc>, reason: &Failure) {
         self.update(key, |record| {
             record.stored_attempts = attempts;
             record.state = "waiting";
-            record.reason = reason.to_owned();
+            record.reason = reason.to_string();
         });
     }
 
-    async fn give_up(&self, key: &String, attempts: u32, reason: &str) {
+    async fn give_up(&self, key: &String, attempts: u32, reason: &Failure) {
         self.update(key, |record| {
             record.stored_attempts = attempts;
             record.state = "failed";
-            record.reason = reason.to_owned();
+            record.reason = reason.to_string();
         });
     }
 }

@@ -20,8 +20,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use memvault_jobs::{Backoff, JobKind, JobQueue, Outcome, Pending, RetryPolicy};
+use memvault_jobs::{blocking, Backoff, Failure, JobKind, JobQueue, Outcome, Pending, RetryPolicy};
 use memvault_storage::{OutboxDelivery, SecretBox, Store, TenantId, WebhookRecord};
+use memvault_types::ErrorCode;
 use tokio::sync::mpsc;
 
 use super::delivery::DeliveryClient;
@@ -40,16 +41,6 @@ pub type DeliveryKey = (TenantId, String);
 /// applies to queued deliveries and a deleted webhook drops them.
 pub trait WebhookDirectory: Send + Sync + 'static {
     fn webhook(&self, tenant: &TenantId) -> Option<WebhookRecord>;
-}
-
-/// Runs blocking store work off the async threads.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> memvault_storage::error::Result<T> + Send + 'static,
-) -> Result<T, String> {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(result) => result.map_err(|error| error.to_string()),
-        Err(join_error) => Err(format!("storage task failed: {join_error}")),
-    }
 }
 
 /// The webhook delivery job kind: what one attempt needs, nothing more.
@@ -84,7 +75,7 @@ impl WebhookDeliveries {
         })
     }
 
-    async fn load(&self, key: &DeliveryKey) -> Result<Option<OutboxDelivery>, String> {
+    async fn load(&self, key: &DeliveryKey) -> Result<Option<OutboxDelivery>, Failure> {
         let (store, (tenant, id)) = (self.store.clone(), key.clone());
         blocking(move || store.delivery(&tenant, &id)).await
     }
@@ -158,7 +149,7 @@ impl JobKind for WebhookDeliveries {
         key.0.to_string()
     }
 
-    async fn unfinished(&self) -> Result<Vec<Pending<DeliveryKey>>, String> {
+    async fn unfinished(&self) -> Result<Vec<Pending<DeliveryKey>>, Failure> {
         let store = self.store.clone();
         let pending = blocking(move || store.pending_deliveries()).await?;
         let now = Utc::now();
@@ -178,7 +169,7 @@ impl JobKind for WebhookDeliveries {
             Ok(Some(delivery)) => delivery,
             // Gone from the outbox: dropped with its webhook.
             Ok(None) => return Outcome::Done,
-            Err(error) => return Outcome::Retry(format!("the outbox could not be read: {error}")),
+            Err(error) => return Outcome::Retry(error.context("the outbox could not be read")),
         };
         match self.attempt(&delivery).await {
             Attempt::Delivered => {
@@ -195,11 +186,20 @@ impl JobKind for WebhookDeliveries {
                 self.remove(key).await;
                 Outcome::Done
             }
-            Attempt::Failed(reason) => Outcome::Retry(reason),
+            // The receiver's failure: an upstream the job depends on.
+            Attempt::Failed(reason) => {
+                Outcome::Retry(Failure::new(ErrorCode::UpstreamFailed, reason))
+            }
         }
     }
 
-    async fn retry_at(&self, key: &DeliveryKey, attempts: u32, due: DateTime<Utc>, _reason: &str) {
+    async fn retry_at(
+        &self,
+        key: &DeliveryKey,
+        attempts: u32,
+        due: DateTime<Utc>,
+        _reason: &Failure,
+    ) {
         let store = self.store.clone();
         let (tenant, id) = key.clone();
         let stored = blocking(move || {
@@ -216,7 +216,7 @@ impl JobKind for WebhookDeliveries {
         }
     }
 
-    async fn give_up(&self, key: &DeliveryKey, attempts: u32, reason: &str) {
+    async fn give_up(&self, key: &DeliveryKey, attempts: u32, reason: &Failure) {
         tracing::warn!(tenant = %key.0, delivery = %key.1, attempts, %reason, "webhook delivery given up");
         self.remove(key).await;
     }

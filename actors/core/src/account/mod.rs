@@ -1,31 +1,15 @@
-//! Accounts that run themselves: outgoing mail and the one-time key reveal links that
-//! signup and key recovery send.
+//! How accounts behave: [`AccountSettings`] from the `[mail]` and `[account]` sections.
 //!
-//! # Layout
-//!
-//! - [`mail`]: [`MailDeliveries`], the job kind that sends the queued mail (SMTP or the
-//!   outbox) with retries and back-off, and [`mail::queue`], which persists a letter
-//!   before queueing it.
-//! - [`erasure`]: [`AccountErasures`], the job kind that erases an account, resumable
-//!   after a crash.
-//! - [`import`]: [`ImportJobs`], the job kind that stores a large import in batches,
-//!   resumable after a crash with each item stored once.
-//!
-//! Tiers and reveal links are `memvault-accounts`' (`memvault_accounts::{tiers, reveal}`).
-//!
-//! The flows themselves (signup, recovery, reveal) are [`crate::service::Accounts`].
-
-pub mod erasure;
-pub mod import;
-pub mod mail;
+//! The account domain (tiers, reveal links, billing, mail-in parsing and the outbox of
+//! outgoing mail) is `memvault-accounts`; account erasure and large imports are jobs of
+//! `memvault-portability`. The flows themselves (signup, recovery, reveal) are
+//! [`crate::service::Accounts`].
 
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use erasure::{AccountErasures, ErasureSettings, ErasureSteps};
-pub use import::{ImportJobs, ImportRunner, IMPORT_SYNC_MAX};
-pub use mail::MailDeliveries;
 use memvault_mail::Mailer;
+use memvault_portability::ErasureSettings;
 use memvault_types::Backoff;
 
 /// How accounts behave (config sections `[mail]` and `[account]`).

@@ -195,6 +195,25 @@ pub struct Authorizer {
 }
 
 impl Authorizer {
+    /// The agent a background job writes as: the key `key_id` of `tenant` that started
+    /// it, while that key is active (`KeyInactive` once it is revoked or expired).
+    pub fn agent_of_key(&self, tenant: &TenantId, key_id: &str) -> Result<Agent> {
+        let snapshot = self.root.tenant_handle(tenant)?.snapshot();
+        let key = snapshot
+            .keys
+            .get(key_id)
+            .filter(|key| key.is_active(chrono::Utc::now()))
+            .ok_or_else(|| Error::KeyInactive(key_id.to_owned()))?;
+        Ok(Agent {
+            tenant_id: tenant.clone(),
+            key_id: key.id.clone(),
+            label: key.label.clone(),
+            read_only: key.read_only,
+            owner: key.owner,
+            admin: snapshot.record.admin,
+        })
+    }
+
     /// The agent behind a presented API key, if it is an active key of a live tenant.
     pub fn authenticate(&self, secret: &str) -> Option<Agent> {
         let identity = self.root.inner.keys.lookup(secret)?;

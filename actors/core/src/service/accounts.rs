@@ -18,11 +18,11 @@ use chrono::Utc;
 use memvault_storage::{ApiKeyRecord, RevealPurpose, RevealRecord, TenantId, TenantRecord};
 
 use super::{Memvault, NewTenant};
-use crate::account::mail;
 use crate::agent::{generate_key_secret, new_key_record, Agent, KeyRole};
 use crate::call::blocking;
 use crate::error::{Error, Result};
 use crate::tenant::TenantMessage;
+use memvault_accounts::outbox;
 use memvault_accounts::reveal;
 use memvault_types::rate_limit::RateLimiter;
 
@@ -231,7 +231,7 @@ impl Accounts {
 
     async fn send_link(
         &self,
-        queue: &memvault_jobs::JobQueue<mail::MailDeliveries>,
+        queue: &memvault_jobs::JobQueue<outbox::MailDeliveries>,
         tenant: &TenantRecord,
         purpose: RevealPurpose,
     ) -> Result<()> {
@@ -269,11 +269,16 @@ impl Accounts {
             settings.reveal_ttl.as_secs() / 60,
             &tenant.name,
         );
-        mail::queue(&self.root.inner.store, queue, Some(&tenant.id), letter).await?;
+        outbox::queue(&self.root.inner.store, queue, Some(&tenant.id), letter)
+            .await
+            .map_err(|failure| Error::TaskFailed {
+                task: "mail queue",
+                reason: failure.detail,
+            })?;
         Ok(())
     }
 
-    fn mail_queue(&self) -> Result<&memvault_jobs::JobQueue<mail::MailDeliveries>> {
+    fn mail_queue(&self) -> Result<&memvault_jobs::JobQueue<outbox::MailDeliveries>> {
         self.root
             .inner
             .mail
@@ -285,7 +290,7 @@ impl Accounts {
 /// What erasure jobs run: taking the tenant out of the running service and deleting its
 /// files.
 #[async_trait::async_trait]
-impl crate::account::ErasureSteps for Accounts {
+impl memvault_portability::ErasureSteps for Accounts {
     async fn detach(&self, tenant: &TenantId) {
         self.root.detach_tenant(tenant).await;
     }
@@ -294,14 +299,14 @@ impl crate::account::ErasureSteps for Accounts {
         &self,
         tenant: &TenantId,
         settings: &memvault_storage::TenantSettings,
-    ) -> Result<usize> {
+    ) -> std::result::Result<usize, memvault_types::Failure> {
         let inner = &self.root.inner;
         let mut erased = inner
             .stores
             .platform()
             .delete_tenant(tenant)
             .await
-            .map_err(|error| Error::Blobs(error.to_string()))?;
+            .map_err(|error| memvault_types::Failure::from(Error::Blobs(error.to_string())))?;
         if let Some(config) = &settings.storage {
             // The tenant's own bucket: its files go too, when it can still be reached; a
             // bucket gone or no longer ours must not hold the erasure up.

@@ -6,6 +6,7 @@
 //! worker process ([`FileReader`]), chunked ([`Chunker`]) and stored as memories whose
 //! `images` reference the original. One failing file never fails the others.
 
+use memvault_types::{ErrorCode, Failure};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -25,7 +26,10 @@ use super::Memvault;
 use crate::call::blocking;
 use crate::collection::CollectionMessage;
 use crate::error::{Error, Result};
-use crate::files::{IngestItem, ItemOutcome, Prepared};
+use memvault_files::{IngestItem, ItemOutcome};
+
+/// A file's memories, ready to store.
+type Prepared = memvault_files::Prepared<NewMemory>;
 use crate::memory::{ImageChange, MemoryChange, NewMemory};
 use memvault_files::{cap_chars, Attachment, Chunker, FileReader, PlacedStore, SignedAttachment};
 
@@ -328,7 +332,7 @@ impl Files {
             .prepare_staged(access.tenant(), access.collection(), &staged, &context)
             .await
         {
-            Ok(Prepared {
+            Ok(memvault_files::Prepared {
                 memories,
                 note,
                 preview,
@@ -1256,7 +1260,7 @@ fn memories_of(
             }
         })
         .collect();
-    Ok(Prepared {
+    Ok(memvault_files::Prepared {
         memories,
         note,
         preview,
@@ -1400,26 +1404,34 @@ fn blob_error(error: BlobError) -> Error {
 /// What ingest jobs run: the steps of one item.
 #[async_trait::async_trait]
 impl IngestItem for Files {
+    type Memory = NewMemory;
+
     async fn prepare(
         &self,
         batch: &IngestBatchRecord,
         item: &IngestItemRecord,
-    ) -> std::result::Result<std::result::Result<Prepared, ItemOutcome>, String> {
+    ) -> std::result::Result<std::result::Result<Prepared, ItemOutcome>, Failure> {
         let files = self;
         let Some(path) = &item.blob_path else {
-            return Err("the file was not stored".to_owned());
+            return Err(Failure::internal("the file was not stored").permanent());
         };
-        let key = blob_key(&batch.tenant_id, path).map_err(|error| error.to_string())?;
+        let key = blob_key(&batch.tenant_id, path).map_err(Failure::from)?;
         let store = files
             .holding_store(&batch.tenant_id, item.blob_store.as_deref())
-            .map_err(|error| error.to_string())?
+            .map_err(Failure::from)?
             .ok_or_else(|| {
-                "the file was stored in a storage bucket that is no longer configured".to_owned()
+                Failure::new(
+                    ErrorCode::StorageUnavailable,
+                    "the file was stored in a storage bucket that is no longer configured",
+                )
+                .permanent()
             })?;
-        let bytes = store
-            .get(&key)
-            .await
-            .map_err(|error| format!("the stored file could not be read: {error}"))?;
+        let bytes = store.get(&key).await.map_err(|error| {
+            Failure::new(
+                ErrorCode::StorageUnavailable,
+                format!("the stored file could not be read: {error}"),
+            )
+        })?;
         let sha256 = hex::encode(Sha256::digest(&bytes));
         let staged = StagedFile {
             file_id: item.file_id.clone(),
@@ -1451,7 +1463,14 @@ impl IngestItem for Files {
                     note: Some(note),
                 }))
             }
-            Err(Outcome::Failed { reason, .. }) => Err(reason),
+            Err(Outcome::Failed { code, reason }) => {
+                let code = ErrorCode::ALL
+                    .iter()
+                    .copied()
+                    .find(|known| known.as_str() == code)
+                    .unwrap_or(ErrorCode::InvalidBody);
+                Err(Failure::new(code, reason).permanent())
+            }
         }
     }
 
@@ -1459,7 +1478,7 @@ impl IngestItem for Files {
         &self,
         batch: &IngestBatchRecord,
         prepared: Prepared,
-    ) -> std::result::Result<Vec<String>, String> {
+    ) -> std::result::Result<Vec<String>, Failure> {
         let files = self;
         let access = CollectionAccess::resumed(
             &batch.tenant_id,
@@ -1469,14 +1488,14 @@ impl IngestItem for Files {
         files
             .store_chunks(&access, prepared.memories)
             .await
-            .map_err(|error| error.to_string())
+            .map_err(Failure::from)
     }
 
     async fn forget_partial(
         &self,
         batch: &IngestBatchRecord,
         item: &IngestItemRecord,
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), Failure> {
         let files = self;
         let Ok(entry) = files
             .root
@@ -1502,7 +1521,7 @@ impl IngestItem for Files {
                     reply,
                 })
                 .await
-                .map_err(|error| error.to_string())?;
+                .map_err(Failure::from)?;
         }
         Ok(())
     }

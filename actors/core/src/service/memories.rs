@@ -40,7 +40,7 @@ impl Memories {
 
     /// [`Self::create`] with the memories' ids chosen by the caller (one per memory), so
     /// that a resumed job can find and replace what an interrupted attempt stored.
-    pub(crate) async fn create_as(
+    pub async fn create_as(
         &self,
         access: &CollectionAccess<Write>,
         memories: Vec<NewMemory>,

@@ -8,7 +8,6 @@ mod audit;
 mod billing;
 mod changes;
 mod collections;
-mod connections;
 mod email;
 mod files;
 pub mod intelligence;
@@ -43,7 +42,6 @@ pub use audit::AuditTrail;
 pub use billing::{Billing, EventOutcome, ReturnUrls};
 pub use changes::CollectionChanges;
 pub use collections::{CollectionView, Collections};
-pub use connections::{ConnectionView, Connections, NewConnection, ProviderRuns, SyncOutcome};
 pub use email::{DropAddress, Email, Inbound};
 pub use files::{
     CompletedUpload, Download, FileResult, Files, Incoming, StagedFile, UploadSpec, UploadTicket,
@@ -124,8 +122,6 @@ pub struct ServiceConfig {
     pub tiers: memvault_accounts::Tiers,
     /// Mail-in: the drop addresses' domain.
     pub email: memvault_accounts::email::EmailSettings,
-    /// Managed connectors: provider API roots, OAuth apps, the scheduler.
-    pub connectors: crate::connectors::ConnectorSettings,
     /// How failed tenant and collection actors are restarted, and when they are degraded.
     pub restarts: memvault_types::RestartPolicy,
 }
@@ -188,7 +184,6 @@ impl Default for ServiceConfig {
             billing: memvault_accounts::billing::BillingSettings::default(),
             tiers: memvault_accounts::Tiers::default(),
             email: memvault_accounts::email::EmailSettings::default(),
-            connectors: crate::connectors::ConnectorSettings::default(),
             restarts: memvault_types::RestartPolicy::ACTORS,
         }
     }
@@ -222,9 +217,7 @@ fn schedule_pruning(scheduler: &Scheduler, store: &Arc<dyn Store>, config: &Serv
             let store = jobs_store.clone();
             async move {
                 let before = chrono::Utc::now() - job_retention;
-                let pruned = blocking(move || store.prune_jobs(before))
-                    .await
-                    .map_err(|error| error.to_string())?;
+                let pruned = blocking(move || store.prune_jobs(before)).await?;
                 if pruned > 0 {
                     tracing::info!(pruned, "finished extraction jobs pruned");
                 }
@@ -246,9 +239,7 @@ fn schedule_pruning(scheduler: &Scheduler, store: &Arc<dyn Store>, config: &Serv
             let store = audit_store.clone();
             async move {
                 let before = chrono::Utc::now() - audit_retention;
-                let pruned = blocking(move || store.prune_audit(before))
-                    .await
-                    .map_err(|error| error.to_string())?;
+                let pruned = blocking(move || store.prune_audit(before)).await?;
                 if pruned > 0 {
                     tracing::info!(pruned, "old audit entries pruned");
                 }
@@ -269,18 +260,14 @@ fn schedule_pruning(scheduler: &Scheduler, store: &Arc<dyn Store>, config: &Serv
             let reveal_store_events = reveal_store.clone();
             async move {
                 let before = chrono::Utc::now();
-                let pruned = blocking(move || store.prune_reveals(before))
-                    .await
-                    .map_err(|error| error.to_string())?;
+                let pruned = blocking(move || store.prune_reveals(before)).await?;
                 if pruned > 0 {
                     tracing::info!(pruned, "expired reveal links pruned");
                 }
                 // Stripe retries an event for three days; a month covers it.
                 let before = chrono::Utc::now() - chrono::Duration::days(30);
                 let store = reveal_store_events.clone();
-                let pruned = blocking(move || store.prune_events(before))
-                    .await
-                    .map_err(|error| error.to_string())?;
+                let pruned = blocking(move || store.prune_events(before)).await?;
                 if pruned > 0 {
                     tracing::info!(pruned, "old handled-event records pruned");
                 }
@@ -365,19 +352,19 @@ struct Inner {
     /// Reads files in worker processes.
     reader: memvault_files::FileReader,
     /// Asynchronous ingest batches (opened, then run like extraction).
-    ingest: JobQueue<crate::files::IngestJobs>,
+    ingest: JobQueue<memvault_files::IngestJobs<Files>>,
     /// Re-embeds collections built by another model than the configured one.
     reembed: JobQueue<ReembedJobs>,
     /// Sends the queued mail; `None` when the server has no mailer.
-    mail: Option<JobQueue<crate::account::MailDeliveries>>,
+    mail: Option<JobQueue<memvault_accounts::outbox::MailDeliveries>>,
     /// Bytes of each tenant's files in the platform's storage, and when they were
     /// counted: the storage limit's check lists a tenant's files at most every
     /// [`FILES_USAGE_TTL`].
     files_usage: DashMap<TenantId, (std::time::Instant, u64)>,
     /// Runs large imports (opened, then run like extraction).
-    import: JobQueue<crate::account::ImportJobs>,
+    import: JobQueue<memvault_portability::ImportJobs>,
     /// Erases accounts (opened, then run like extraction).
-    erasure: JobQueue<crate::account::AccountErasures>,
+    erasure: JobQueue<memvault_portability::AccountErasures>,
     /// Serializes signups, so one email never gets two tenants.
     signups: tokio::sync::Mutex<()>,
     /// Reveal mails per address per minute.
@@ -394,14 +381,6 @@ struct Inner {
     metrics: Metrics,
     /// Every tenant's audit log (queued, written in batches).
     audit: AuditLog,
-    /// The paced client every connector calls its provider through.
-    connector_http: memvault_connectors::Http,
-    /// One lock per connection: its runs never overlap.
-    connector_locks: connections::RunLocks,
-    /// Runs scheduled connector syncs (`concurrent_runs` workers).
-    connector_syncs: JobQueue<crate::connectors::ConnectorSyncs>,
-    /// Connections queued or running on `connector_syncs`.
-    connector_queued: crate::connectors::QueuedSyncs,
     config: ServiceConfig,
 }
 
@@ -478,12 +457,15 @@ impl Memvault {
         let mail = match &config.account.mailer {
             Some(mailer) => Some(
                 start_queue(
-                    crate::account::MailDeliveries::new(
+                    memvault_accounts::outbox::MailDeliveries::new(
                         store.clone(),
                         mailer.clone(),
-                        config.account.clone(),
+                        memvault_jobs::RetryPolicy {
+                            max_attempts: config.account.mail_max_attempts.max(1),
+                            backoff: config.account.mail_backoff(),
+                        },
                     ),
-                    crate::account::mail::CONCURRENT_SENDS,
+                    memvault_accounts::outbox::CONCURRENT_SENDS,
                     "the mail queue",
                 )
                 .await?,
@@ -530,16 +512,21 @@ impl Memvault {
                 scheduler,
                 metrics: Metrics::new(),
                 audit,
-                connector_http: memvault_connectors::Http::standard(),
-                connector_locks: connections::RunLocks::default(),
-                connector_syncs: open_queue("the connector sync queue").await?,
-                connector_queued: crate::connectors::QueuedSyncs::default(),
                 config,
             }),
         };
         service.run_queues().await?;
-        service.schedule_connectors();
         Ok(service)
+    }
+
+    /// Whether the tenant is loaded (not unknown, not being erased).
+    pub fn has_tenant(&self, tenant: &TenantId) -> bool {
+        self.inner.tenants.contains_key(tenant)
+    }
+
+    /// What seals stored credentials (tenants' LLM keys, connectors' tokens).
+    pub fn secrets(&self) -> Result<&memvault_storage::crypto::SecretBox> {
+        self.inner.intelligence.secrets()
     }
 
     /// The service's "now" (the configured clock).
@@ -564,54 +551,25 @@ impl Memvault {
             "the extraction queue",
         )
         .await?;
-        let ingest = crate::files::IngestJobs::new(
+        let ingest = memvault_files::IngestJobs::new(
             inner.store.clone(),
             Arc::new(self.files()),
             inner.config.files.item_deadline,
         );
         run_queue(&inner.ingest, ingest, 1, "the ingest queue").await?;
-        let erasure = crate::account::AccountErasures::new(
+        let erasure = memvault_portability::AccountErasures::new(
             inner.store.clone(),
             Arc::new(self.accounts()),
             inner.config.index_dir.clone(),
             inner.config.account.erasure,
         );
         run_queue(&inner.erasure, erasure, 1, "the erasure queue").await?;
-        let import = crate::account::ImportJobs::new(
+        let import = memvault_portability::ImportJobs::new(
             inner.store.clone(),
             Arc::new(self.portability()),
             portability::IMPORT_BATCH,
         );
-        run_queue(&inner.import, import, 1, "the import queue").await?;
-        let syncs = crate::connectors::ConnectorSyncs::new(
-            self.connections(),
-            inner.connector_queued.clone(),
-        );
-        run_queue(
-            &inner.connector_syncs,
-            syncs,
-            inner.config.connectors.concurrent_runs.max(1),
-            "the connector sync queue",
-        )
-        .await
-    }
-
-    /// The connector scheduler: every tick, each due connection that is not running is
-    /// synced (its checkpoint resumes a run a crash cut short).
-    fn schedule_connectors(&self) {
-        let connections = self.connections();
-        self.inner.scheduler.every(
-            Recurring {
-                name: "connector_sync",
-                period: self.inner.config.connectors.tick,
-                jitter: self.inner.config.connectors.tick / 10,
-                run_at_start: true,
-            },
-            move || {
-                let connections = connections.clone();
-                async move { connections.tick().await }
-            },
-        );
+        run_queue(&inner.import, import, 1, "the import queue").await
     }
 
     /// Ends a pause of the tenant's extraction (its LLM settings changed: the cause of
@@ -621,12 +579,12 @@ impl Memvault {
     }
 
     /// The import queue.
-    pub(crate) fn import_queue(&self) -> &JobQueue<crate::account::ImportJobs> {
+    pub(crate) fn import_queue(&self) -> &JobQueue<memvault_portability::ImportJobs> {
         &self.inner.import
     }
 
     /// The erasure queue.
-    pub(crate) fn erasure_queue(&self) -> &JobQueue<crate::account::AccountErasures> {
+    pub(crate) fn erasure_queue(&self) -> &JobQueue<memvault_portability::AccountErasures> {
         &self.inner.erasure
     }
 
@@ -730,7 +688,7 @@ impl Memvault {
     }
 
     /// The ingest queue.
-    pub(crate) fn ingest_queue(&self) -> &JobQueue<crate::files::IngestJobs> {
+    pub(crate) fn ingest_queue(&self) -> &JobQueue<memvault_files::IngestJobs<Files>> {
         &self.inner.ingest
     }
 
@@ -748,7 +706,6 @@ impl Memvault {
         self.inner.ingest.stop().await;
         self.inner.erasure.stop().await;
         self.inner.import.stop().await;
-        self.inner.connector_syncs.stop().await;
         self.inner.reembed.stop().await;
         if let Some(mail) = &self.inner.mail {
             mail.stop().await;
@@ -829,11 +786,6 @@ impl Memvault {
     /// Stripe checkout, portal and webhook events.
     pub fn billing(&self) -> Billing {
         Billing { root: self.clone() }
-    }
-
-    /// Managed connectors: connections, syncs, runs, OAuth.
-    pub fn connections(&self) -> Connections {
-        Connections { root: self.clone() }
     }
 
     /// Mail-in: drop addresses, the sender allowlist, the relay's handoff.

@@ -124,7 +124,6 @@ impl Operator {
         }
         kinds.push(("erasure", inner.erasure.metrics()));
         kinds.push(("import", inner.import.metrics()));
-        kinds.push(("connector_sync", inner.connector_syncs.metrics()));
         kinds
     }
 
@@ -190,7 +189,6 @@ impl Operator {
             ("ingest", inner.ingest.is_running()),
             ("erasure", inner.erasure.is_running()),
             ("import", inner.import.is_running()),
-            ("connector_sync", inner.connector_syncs.is_running()),
             (
                 "mail",
                 inner.mail.as_ref().is_none_or(|mail| mail.is_running()),

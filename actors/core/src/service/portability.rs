@@ -13,14 +13,13 @@ use memvault_storage::{
 use serde_json::{Map, Value};
 
 use super::{CollectionView, Memvault};
-use crate::account::import::item_id;
-use crate::account::ImportRunner;
 use crate::agent::Agent;
 use crate::call::blocking;
 use crate::error::{Error, Result};
 use crate::memory::NewMemory;
 use crate::service::{CollectionAccess, Write};
 use memvault_accounts::Growth;
+use memvault_portability::{item_id, ImportRunner};
 
 /// Memories embedded and stored per call during an import.
 pub const IMPORT_BATCH: usize = 256;
@@ -120,7 +119,7 @@ impl Portability {
         })
     }
 
-    /// Queues a large import as a job (see [`crate::account::import`]): authorized and
+    /// Queues a large import as a job (see `memvault_portability::import`): authorized and
     /// checked against the tier now, stored with its items, run in the background.
     pub async fn import_later(
         &self,
@@ -305,6 +304,22 @@ impl ImportRunner for Portability {
         payload: &ImportPayload,
         from: usize,
         to: usize,
+    ) -> std::result::Result<(), memvault_types::Failure> {
+        self.store_range(job, payload, from, to)
+            .await
+            .map_err(Into::into)
+    }
+}
+
+impl Portability {
+    /// Creates the import's missing collections (with its first range) and stores its
+    /// items `from..to`, replacing any an earlier attempt stored.
+    async fn store_range(
+        &self,
+        job: &ImportJobRecord,
+        payload: &ImportPayload,
+        from: usize,
+        to: usize,
     ) -> Result<()> {
         let portability = self;
         let agent = portability.agent_of(job)?;
@@ -357,19 +372,8 @@ impl ImportRunner for Portability {
 impl Portability {
     /// The agent an import writes as: the key that asked for it, while it is active.
     fn agent_of(&self, job: &ImportJobRecord) -> Result<Agent> {
-        let snapshot = self.root.tenant_handle(&job.tenant_id)?.snapshot();
-        let key = snapshot
-            .keys
-            .get(&job.key_id)
-            .filter(|key| key.is_active(Utc::now()))
-            .ok_or_else(|| Error::KeyInactive(job.key_id.clone()))?;
-        Ok(Agent {
-            tenant_id: job.tenant_id.clone(),
-            key_id: key.id.clone(),
-            label: key.label.clone(),
-            read_only: key.read_only,
-            owner: key.owner,
-            admin: snapshot.record.admin,
-        })
+        self.root
+            .authorizer()
+            .agent_of_key(&job.tenant_id, &job.key_id)
     }
 }

@@ -16,12 +16,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use memvault_jobs::{Backoff, JobKind, Outcome, Pending, RetryPolicy};
+use memvault_jobs::{blocking, Backoff, Failure, JobKind, Outcome, Pending, RetryPolicy};
 use memvault_storage::{ImportJobRecord, ImportPayload, ImportState, Store, TenantId};
 use sha2::{Digest, Sha256};
-
-use crate::call::blocking;
-use crate::error::{Error, Result};
 
 /// Most memories an import stores in the request; a larger one is a job.
 pub const IMPORT_SYNC_MAX: usize = 1_000;
@@ -48,7 +45,7 @@ pub trait ImportRunner: Send + Sync + 'static {
         payload: &ImportPayload,
         from: usize,
         to: usize,
-    ) -> Result<()>;
+    ) -> Result<(), Failure>;
 }
 
 /// The import job kind.
@@ -68,27 +65,27 @@ impl ImportJobs {
         }
     }
 
-    async fn save(&self, job: &ImportJobRecord) -> std::result::Result<(), String> {
+    async fn save(&self, job: &ImportJobRecord) -> Result<(), Failure> {
         let (store, job) = (self.store.clone(), job.clone());
         blocking(move || store.put_import(&job))
             .await
-            .map_err(|error| format!("the import's progress could not be stored: {error}"))
+            .map_err(|error| error.context("the import's progress could not be stored"))
     }
 
-    async fn fail(&self, mut job: ImportJobRecord, detail: String) -> Outcome {
+    async fn fail(&self, mut job: ImportJobRecord, failure: Failure) -> Outcome {
         job.state = ImportState::Failed;
-        job.detail = Some(detail.clone());
+        job.detail = Some(failure.to_string());
         job.updated_at = Utc::now();
         match self.save(&job).await {
-            Ok(()) => Outcome::Failed(detail),
+            Ok(()) => Outcome::Failed(failure),
             Err(reason) => Outcome::Retry(reason),
         }
     }
 }
 
 /// Whether an error is a refusal that trying again cannot change.
-fn is_refusal(error: &Error) -> bool {
-    error.code().status() < 500
+fn is_refusal(failure: &Failure) -> bool {
+    failure.code.status() < 500
 }
 
 #[async_trait]
@@ -107,11 +104,9 @@ impl JobKind for ImportJobs {
         key.0.to_string()
     }
 
-    async fn unfinished(&self) -> std::result::Result<Vec<Pending<ImportKey>>, String> {
+    async fn unfinished(&self) -> Result<Vec<Pending<ImportKey>>, Failure> {
         let store = self.store.clone();
-        let jobs = blocking(move || store.unfinished_imports())
-            .await
-            .map_err(|error| error.to_string())?;
+        let jobs = blocking(move || store.unfinished_imports()).await?;
         Ok(jobs
             .into_iter()
             .map(|job| Pending {
@@ -124,7 +119,7 @@ impl JobKind for ImportJobs {
 
     async fn run(&self, key: &ImportKey, attempt: u32) -> Outcome {
         let (store, (tenant, id)) = (self.store.clone(), key.clone());
-        let loaded = blocking(move || {
+        let loaded = blocking(move || -> memvault_storage::error::Result<_> {
             Ok((
                 store.import_job(&tenant, &id)?,
                 store.import_payload(&tenant, &id)?,
@@ -136,12 +131,15 @@ impl JobKind for ImportJobs {
             Ok((Some(job), Some(payload))) => (job, payload),
             Ok((Some(job), None)) => {
                 return self
-                    .fail(job, "the import's items are gone from the store".to_owned())
+                    .fail(
+                        job,
+                        Failure::internal("the import's items are gone from the store").permanent(),
+                    )
                     .await
             }
             // Gone (its account was erased).
             Ok((None, _)) => return Outcome::Done,
-            Err(error) => return Outcome::Retry(format!("the import could not be read: {error}")),
+            Err(error) => return Outcome::Retry(error.context("the import could not be read")),
         };
         job.state = ImportState::Running;
         job.attempts = attempt;
@@ -154,9 +152,9 @@ impl JobKind for ImportJobs {
             match self.runner.store(&job, &payload, job.cursor, to).await {
                 Ok(()) => {}
                 Err(error) if is_refusal(&error) => {
-                    return self.fail(job, error.to_string()).await;
+                    return self.fail(job, error.permanent()).await;
                 }
-                Err(error) => return Outcome::Retry(error.to_string()),
+                Err(error) => return Outcome::Retry(error),
             }
             job.cursor = to;
             job.updated_at = Utc::now();
@@ -175,14 +173,19 @@ impl JobKind for ImportJobs {
         }
     }
 
-    async fn retry_at(&self, key: &ImportKey, attempts: u32, _due: DateTime<Utc>, reason: &str) {
+    async fn retry_at(
+        &self,
+        key: &ImportKey,
+        attempts: u32,
+        _due: DateTime<Utc>,
+        reason: &Failure,
+    ) {
         tracing::warn!(tenant = %key.0, import = %key.1, attempts, %reason, "import interrupted; retrying");
     }
 
-    async fn give_up(&self, key: &ImportKey, attempts: u32, reason: &str) {
+    async fn give_up(&self, key: &ImportKey, attempts: u32, reason: &Failure) {
         let (store, (tenant, id)) = (self.store.clone(), key.clone());
-        let reason = reason.to_owned();
-        let detail = reason.clone();
+        let detail = reason.to_string();
         let saved = blocking(move || {
             let Some(mut job) = store.import_job(&tenant, &id)? else {
                 return Ok(());

@@ -21,12 +21,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use memvault_jobs::{Backoff, JobKind, Outcome, Pending, RetryPolicy};
+use memvault_jobs::{blocking, Backoff, Failure, JobKind, Outcome, Pending, RetryPolicy};
 use memvault_storage::{IngestBatchRecord, IngestItemRecord, IngestItemState, Store, TenantId};
-
-use crate::call::blocking;
-use crate::error::Result;
-use crate::memory::NewMemory;
 
 /// Starts of one item before it is failed (a file that kills the server every time).
 pub const ITEM_MAX_ATTEMPTS: u32 = 3;
@@ -51,49 +47,52 @@ pub enum ItemOutcome {
 }
 
 /// What an item's processing needs from the service: extraction into memories, storing
-/// them, and removing what a cut-off attempt may have stored.
+/// them, and removing what a cut-off attempt may have stored. `Memory` is the service's
+/// new-memory type: the job only carries it from `prepare` to `store`.
 #[async_trait]
 pub trait IngestItem: Send + Sync + 'static {
-    /// Reads the item's file and turns it into memories (not stored yet); `Err` is the
-    /// item's failure reason; `Ok(Err(outcome))` ends the item without storing (a
+    type Memory: Send + Sync + 'static;
+
+    /// Reads the item's file and turns it into memories (not stored yet); `Err` is why the
+    /// item failed; `Ok(Err(outcome))` ends the item without storing (a
     /// duplicate).
     async fn prepare(
         &self,
         batch: &IngestBatchRecord,
         item: &IngestItemRecord,
-    ) -> std::result::Result<std::result::Result<Prepared, ItemOutcome>, String>;
+    ) -> Result<Result<Prepared<Self::Memory>, ItemOutcome>, Failure>;
     /// Stores the prepared memories; their ids.
     async fn store(
         &self,
         batch: &IngestBatchRecord,
-        prepared: Prepared,
-    ) -> std::result::Result<Vec<String>, String>;
+        prepared: Prepared<Self::Memory>,
+    ) -> Result<Vec<String>, Failure>;
     /// Removes memories an interrupted attempt stored for this item.
     async fn forget_partial(
         &self,
         batch: &IngestBatchRecord,
         item: &IngestItemRecord,
-    ) -> std::result::Result<(), String>;
+    ) -> Result<(), Failure>;
 }
 
 /// An item's memories, ready to store.
 #[derive(Debug, Clone)]
-pub struct Prepared {
-    pub memories: Vec<NewMemory>,
+pub struct Prepared<M> {
+    pub memories: Vec<M>,
     pub note: Option<String>,
     /// The start of the file's text.
     pub preview: Option<String>,
 }
 
-/// The ingest job kind.
-pub struct IngestJobs {
+/// The ingest job kind; `I` is the service's part that prepares and stores an item.
+pub struct IngestJobs<I> {
     store: Arc<dyn Store>,
-    items: Arc<dyn IngestItem>,
+    items: Arc<I>,
     deadline: Duration,
 }
 
-impl IngestJobs {
-    pub fn new(store: Arc<dyn Store>, items: Arc<dyn IngestItem>, deadline: Duration) -> Self {
+impl<I: IngestItem> IngestJobs<I> {
+    pub fn new(store: Arc<dyn Store>, items: Arc<I>, deadline: Duration) -> Self {
         Self {
             store,
             items,
@@ -101,12 +100,12 @@ impl IngestJobs {
         }
     }
 
-    async fn put(&self, batch: &IngestBatchRecord) -> Result<()> {
+    async fn put(&self, batch: &IngestBatchRecord) -> Result<(), Failure> {
         let (store, batch) = (self.store.clone(), batch.clone());
         blocking(move || store.put_batch(&batch)).await
     }
 
-    async fn load(&self, key: &IngestBatchKey) -> Result<Option<IngestBatchRecord>> {
+    async fn load(&self, key: &IngestBatchKey) -> Result<Option<IngestBatchRecord>, Failure> {
         let (store, (tenant, id)) = (self.store.clone(), key.clone());
         blocking(move || store.batch(&tenant, &id)).await
     }
@@ -187,7 +186,11 @@ impl IngestJobs {
         let prepared = match self.items.prepare(batch, &item).await {
             Ok(Ok(prepared)) => prepared,
             Ok(Err(outcome)) => return outcome,
-            Err(reason) => return ItemOutcome::Failed { reason },
+            Err(failure) => {
+                return ItemOutcome::Failed {
+                    reason: failure.detail,
+                }
+            }
         };
         let mut embedding = item.clone();
         embedding.state = IngestItemState::Embedding;
@@ -195,13 +198,15 @@ impl IngestJobs {
         let note = prepared.note.clone();
         match self.items.store(batch, prepared).await {
             Ok(memory_ids) => ItemOutcome::Done { memory_ids, note },
-            Err(reason) => ItemOutcome::Failed { reason },
+            Err(failure) => ItemOutcome::Failed {
+                reason: failure.detail,
+            },
         }
     }
 }
 
 #[async_trait]
-impl JobKind for IngestJobs {
+impl<I: IngestItem> JobKind for IngestJobs<I> {
     type Key = IngestBatchKey;
     const NAME: &'static str = "ingest";
 
@@ -212,11 +217,9 @@ impl JobKind for IngestJobs {
         }
     }
 
-    async fn unfinished(&self) -> std::result::Result<Vec<Pending<IngestBatchKey>>, String> {
+    async fn unfinished(&self) -> Result<Vec<Pending<IngestBatchKey>>, Failure> {
         let store = self.store.clone();
-        let batches = blocking(move || store.unfinished_batches())
-            .await
-            .map_err(|error| error.to_string())?;
+        let batches = blocking(move || store.unfinished_batches()).await?;
         let now = Utc::now();
         Ok(batches
             .into_iter()
@@ -232,7 +235,7 @@ impl JobKind for IngestJobs {
         let mut batch = match self.load(key).await {
             Ok(Some(batch)) => batch,
             Ok(None) => return Outcome::Done,
-            Err(error) => return Outcome::Retry(format!("the batch could not be read: {error}")),
+            Err(error) => return Outcome::Retry(error.context("the batch could not be read")),
         };
         for index in 0..batch.items.len() {
             if batch.items[index].state.is_finished() {
@@ -249,12 +252,12 @@ impl JobKind for IngestJobs {
         _key: &IngestBatchKey,
         _attempts: u32,
         _due: DateTime<Utc>,
-        _reason: &str,
+        _reason: &Failure,
     ) {
     }
 
     /// Fails what is left of the batch, so it never stays pending.
-    async fn give_up(&self, key: &IngestBatchKey, _attempts: u32, reason: &str) {
+    async fn give_up(&self, key: &IngestBatchKey, _attempts: u32, reason: &Failure) {
         let Ok(Some(mut batch)) = self.load(key).await else {
             return;
         };

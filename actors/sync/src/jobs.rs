@@ -14,10 +14,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use dashmap::DashSet;
-use memvault_jobs::{Backoff, JobKind, Outcome, Pending, RetryPolicy};
+use memvault_jobs::{Backoff, Failure, JobKind, Outcome, Pending, RetryPolicy};
 use memvault_storage::{ConnectionStatus, TenantId};
+use memvault_types::ErrorCode;
 
-use crate::service::Connections;
+use crate::Connections;
 
 /// The wait before a failed connection is synced again, by consecutive failures: 1, 2,
 /// 4, ... minutes, never longer than the connection's interval (and jittered).
@@ -74,12 +75,8 @@ impl JobKind for ConnectorSyncs {
     }
 
     /// Runs a crash cut short: active connections with a checkpoint resume at once.
-    async fn unfinished(&self) -> Result<Vec<Pending<SyncKey>>, String> {
-        let connections = self
-            .connections
-            .all()
-            .await
-            .map_err(|error| error.to_string())?;
+    async fn unfinished(&self) -> Result<Vec<Pending<SyncKey>>, Failure> {
+        let connections = self.connections.all().await?;
         Ok(connections
             .into_iter()
             .filter(|record| {
@@ -96,21 +93,30 @@ impl JobKind for ConnectorSyncs {
         match outcome {
             Ok(Some(status)) if status != ConnectionStatus::Active => {
                 // Recorded on the connection, which is retried on its own schedule.
-                Outcome::Failed(format!("the sync ended {}", status.as_str()))
+                Outcome::Failed(Failure::new(
+                    ErrorCode::ConnectorUpstreamFailed,
+                    format!("the sync ended {}", status.as_str()),
+                ))
             }
             Ok(_) => Outcome::Done,
-            Err(error) => Outcome::Failed(error.to_string()),
+            Err(error) => Outcome::Failed(error.into()),
         }
     }
 
     /// Never called: a run is never retried as a job (see the module).
-    async fn retry_at(&self, key: &SyncKey, _attempts: u32, _due: DateTime<Utc>, _reason: &str) {
+    async fn retry_at(
+        &self,
+        key: &SyncKey,
+        _attempts: u32,
+        _due: DateTime<Utc>,
+        _reason: &Failure,
+    ) {
         self.queued.release(&key.1);
     }
 
     /// The worker died outside the run's own guard: the connection is free to be
     /// scheduled again.
-    async fn give_up(&self, key: &SyncKey, _attempts: u32, _reason: &str) {
+    async fn give_up(&self, key: &SyncKey, _attempts: u32, _reason: &Failure) {
         self.queued.release(&key.1);
     }
 }

@@ -25,11 +25,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use memvault_jobs::{Backoff, JobKind, Outcome, Pending, RetryPolicy};
+use memvault_jobs::{blocking, Backoff, Failure, JobKind, Outcome, Pending, RetryPolicy};
 use memvault_storage::{Store, TenantId, TenantSettings};
-
-use crate::call::blocking;
-use crate::error::Result;
 
 /// How erasures pace themselves (config section `[account]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +55,11 @@ pub trait ErasureSteps: Send + Sync + 'static {
     async fn detach(&self, tenant: &TenantId);
     /// Deletes the tenant's files from every store that holds them; `settings` names
     /// its own bucket, if any.
-    async fn erase_files(&self, tenant: &TenantId, settings: &TenantSettings) -> Result<usize>;
+    async fn erase_files(
+        &self,
+        tenant: &TenantId,
+        settings: &TenantSettings,
+    ) -> Result<usize, Failure>;
 }
 
 /// The erasure job kind; a job's key is the tenant's id.
@@ -86,16 +87,17 @@ impl AccountErasures {
         }
     }
 
-    async fn erase(&self, tenant: &TenantId) -> std::result::Result<(), String> {
+    async fn erase(&self, tenant: &TenantId) -> Result<(), Failure> {
         let failed = |what: &str| {
             let what = what.to_owned();
-            move |error: crate::error::Error| format!("{what}: {error}")
+            move |failure: Failure| failure.context(&what)
         };
         let (store, id) = (self.store.clone(), tenant.clone());
-        let record =
-            blocking(move || Ok(store.tenants()?.into_iter().find(|record| record.id == id)))
-                .await
-                .map_err(failed("the tenant record could not be read"))?;
+        let record = blocking(move || -> memvault_storage::error::Result<_> {
+            Ok(store.tenants()?.into_iter().find(|record| record.id == id))
+        })
+        .await
+        .map_err(failed("the tenant record could not be read"))?;
         let Some(record) = record else {
             return Ok(()); // erased already
         };
@@ -111,7 +113,10 @@ impl AccountErasures {
                 Ok(()) => {}
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
                 Err(error) => {
-                    return Err(format!("cannot remove {}: {error}", directory.display()))
+                    return Err(Failure::internal(format!(
+                        "cannot remove {}: {error}",
+                        directory.display()
+                    )))
                 }
             }
         }
@@ -170,11 +175,9 @@ impl JobKind for AccountErasures {
         }
     }
 
-    async fn unfinished(&self) -> std::result::Result<Vec<Pending<TenantId>>, String> {
+    async fn unfinished(&self) -> Result<Vec<Pending<TenantId>>, Failure> {
         let store = self.store.clone();
-        let records = blocking(move || store.tenants())
-            .await
-            .map_err(|error| error.to_string())?;
+        let records = blocking(move || store.tenants()).await?;
         Ok(records
             .into_iter()
             .filter(|record| record.erasing_since.is_some())
@@ -189,11 +192,17 @@ impl JobKind for AccountErasures {
         }
     }
 
-    async fn retry_at(&self, tenant: &TenantId, attempts: u32, _due: DateTime<Utc>, reason: &str) {
+    async fn retry_at(
+        &self,
+        tenant: &TenantId,
+        attempts: u32,
+        _due: DateTime<Utc>,
+        reason: &Failure,
+    ) {
         tracing::warn!(tenant = %tenant, attempts, %reason, "account erasure failed; retrying");
     }
 
-    async fn give_up(&self, tenant: &TenantId, attempts: u32, reason: &str) {
+    async fn give_up(&self, tenant: &TenantId, attempts: u32, reason: &Failure) {
         tracing::error!(
             tenant = %tenant, attempts, %reason,
             "account erasure stopped; it resumes at the next start"

@@ -15,13 +15,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use memvault_jobs::{JobKind, JobQueue, Outcome, Pending, RetryPolicy};
+use memvault_jobs::{blocking, Failure, JobKind, JobQueue, Outcome, Pending, RetryPolicy};
 use memvault_mail::{Letter, Mailer};
 use memvault_storage::{MailRecord, Store, TenantId};
-
-use super::AccountSettings;
-use crate::call::blocking;
-use crate::error::Result;
+use memvault_types::ErrorCode;
 
 /// Mails sent at once.
 pub const CONCURRENT_SENDS: usize = 4;
@@ -30,15 +27,16 @@ pub const CONCURRENT_SENDS: usize = 4;
 pub struct MailDeliveries {
     store: Arc<dyn Store>,
     mailer: Arc<Mailer>,
-    settings: AccountSettings,
+    policy: RetryPolicy,
 }
 
 impl MailDeliveries {
-    pub fn new(store: Arc<dyn Store>, mailer: Arc<Mailer>, settings: AccountSettings) -> Self {
+    /// `policy`: attempts per mail and the wait between them.
+    pub fn new(store: Arc<dyn Store>, mailer: Arc<Mailer>, policy: RetryPolicy) -> Self {
         Self {
             store,
             mailer,
-            settings,
+            policy,
         }
     }
 
@@ -56,7 +54,7 @@ pub async fn queue(
     queue: &JobQueue<MailDeliveries>,
     tenant: Option<&TenantId>,
     letter: Letter,
-) -> Result<String> {
+) -> Result<String, Failure> {
     let now = Utc::now();
     let record = MailRecord {
         id: format!("mail_{}", uuid::Uuid::now_v7().simple()),
@@ -94,17 +92,12 @@ impl JobKind for MailDeliveries {
     const NAME: &'static str = "mail";
 
     fn policy(&self) -> RetryPolicy {
-        RetryPolicy {
-            max_attempts: self.settings.mail_max_attempts.max(1),
-            backoff: self.settings.mail_backoff(),
-        }
+        self.policy
     }
 
-    async fn unfinished(&self) -> std::result::Result<Vec<Pending<String>>, String> {
+    async fn unfinished(&self) -> Result<Vec<Pending<String>>, Failure> {
         let store = self.store.clone();
-        let mails = blocking(move || store.pending_mails())
-            .await
-            .map_err(|error| error.to_string())?;
+        let mails = blocking(move || store.pending_mails()).await?;
         let now = Utc::now();
         Ok(mails
             .into_iter()
@@ -122,9 +115,7 @@ impl JobKind for MailDeliveries {
             Ok(Some(record)) => record,
             // Gone from the queue (its tenant was erased).
             Ok(None) => return Outcome::Done,
-            Err(error) => {
-                return Outcome::Retry(format!("the mail queue could not be read: {error}"))
-            }
+            Err(error) => return Outcome::Retry(error.context("the mail queue could not be read")),
         };
         match self.mailer.send(&letter_of(&record), &record.id).await {
             Ok(()) => {
@@ -135,13 +126,17 @@ impl JobKind for MailDeliveries {
             Err(error) if error.is_permanent() => {
                 tracing::warn!(mail = %record.id, to = %record.to, %error, "mail refused for good");
                 self.remove(id).await;
-                Outcome::Failed(error.to_string())
+                Outcome::Failed(
+                    Failure::new(ErrorCode::UpstreamFailed, error.to_string()).permanent(),
+                )
             }
-            Err(error) => Outcome::Retry(error.to_string()),
+            Err(error) => {
+                Outcome::Retry(Failure::new(ErrorCode::UpstreamFailed, error.to_string()))
+            }
         }
     }
 
-    async fn retry_at(&self, id: &String, attempts: u32, due: DateTime<Utc>, reason: &str) {
+    async fn retry_at(&self, id: &String, attempts: u32, due: DateTime<Utc>, reason: &Failure) {
         tracing::warn!(mail = %id, attempts, %reason, "mail not sent; retrying");
         let (store, id) = (self.store.clone(), id.clone());
         let stored = blocking(move || {
@@ -158,7 +153,7 @@ impl JobKind for MailDeliveries {
         }
     }
 
-    async fn give_up(&self, id: &String, attempts: u32, reason: &str) {
+    async fn give_up(&self, id: &String, attempts: u32, reason: &Failure) {
         tracing::warn!(mail = %id, attempts, %reason, "mail given up");
         self.remove(id).await;
     }

@@ -1,7 +1,5 @@
-//! Managed connectors inside the service: the settings from `[connectors]` (with the
-//! catalog of provider implementations), and the scheduler's choice of what is due. The providers, the sync
-//! engine and OAuth are in `memvault-connectors`; the service's use cases are
-//! `service::Connections`.
+//! The settings from `[connectors]` (with the catalog of provider implementations), and
+//! the scheduler's choice of what is due.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,9 +11,7 @@ use memvault_connectors::ProviderKind;
 use memvault_storage::{ConnectionRecord, ConnectionStatus};
 use rand::Rng;
 
-pub mod syncs;
-
-pub use syncs::{ConnectorSyncs, QueuedSyncs, SYNC_RETRY};
+use crate::jobs::SYNC_RETRY;
 
 /// Consecutive failed syncs after which a connection is paused (SPEC: Limits).
 pub const AUTO_PAUSE_AFTER: u32 = 5;

@@ -13,12 +13,12 @@ use memvault_connectors::provider::{
     Context, Credentials, IdPage, Page, Provider, ProviderError, Window,
 };
 use memvault_connectors::ProviderKind;
-use memvault_core::connectors::ProviderCatalog;
 use memvault_core::embedders::Embedders;
-use memvault_core::service::{NewConnection, NewTenant, Write};
+use memvault_core::service::{NewTenant, Write};
 use memvault_core::{Agent, Memvault, ServiceConfig};
 use memvault_embed::EmbeddingService;
 use memvault_storage::{CollectionName, ConnectionStatus, SecretBox, SledStore};
+use memvault_sync::{Connections, ConnectorSettings, NewConnection, ProviderCatalog};
 use serde_json::{json, Map, Value};
 
 /// Walks into the provider's changes: how many times, over the whole test binary.
@@ -98,12 +98,15 @@ fn scripted(kind: ProviderKind) -> &'static dyn Provider {
     }
 }
 
-async fn start(directory: &std::path::Path) -> (Memvault, Agent) {
+async fn start(directory: &std::path::Path) -> (Memvault, Connections, Agent) {
     let mut config = ServiceConfig::default();
     config.intelligence.secrets = Some(Arc::new(SecretBox::generate()));
-    config.connectors.catalog = ProviderCatalog(scripted);
-    // The scheduler stays out of the way: these tests drive every run.
-    config.connectors.tick = Duration::from_secs(3600);
+    let settings = ConnectorSettings {
+        catalog: ProviderCatalog(scripted),
+        // The scheduler stays out of the way: these tests drive every run.
+        tick: Duration::from_secs(3600),
+        ..ConnectorSettings::default()
+    };
     let embedder = EmbeddingService::start(Arc::new(support::LengthEmbedder), 16);
     let store = Arc::new(SledStore::open(directory).unwrap());
     let service = Memvault::start(store, Embedders::new(embedder, None), config)
@@ -117,10 +120,21 @@ async fn start(directory: &std::path::Path) -> (Memvault, Agent) {
     };
     let (_, key) = service.tenants().create(tenant).await.unwrap();
     let agent = service.authorizer().authenticate(&key).unwrap();
-    (service, agent)
+    let connections = memvault_sync::start(&service, settings).await.unwrap();
+    (service, connections, agent)
 }
 
-async fn connect(service: &Memvault, agent: &Agent, provider: &str) -> String {
+async fn stop(service: Memvault, connections: Connections) {
+    connections.stop().await;
+    service.shutdown().await;
+}
+
+async fn connect(
+    service: &Memvault,
+    connections: &Connections,
+    agent: &Agent,
+    provider: &str,
+) -> String {
     let access = service
         .authorizer()
         .authorize::<Write>(agent, CollectionName::parse("synced").unwrap())
@@ -135,15 +149,14 @@ async fn connect(service: &Memvault, agent: &Agent, provider: &str) -> String {
         config: Map::new(),
         credentials,
     };
-    service.connections().create(&access, new).await.unwrap().id
+    connections.create(&access, new).await.unwrap().id
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_provider_gives_failed_runs_and_is_paused_after_five() {
     let directory = tempfile::tempdir().unwrap();
-    let (service, agent) = start(directory.path()).await;
-    let id = connect(&service, &agent, "linear").await;
-    let connections = service.connections();
+    let (service, connections, agent) = start(directory.path()).await;
+    let id = connect(&service, &connections, &agent, "linear").await;
     for attempt in 1..=5u32 {
         let outcome = connections.sync(&agent, &id).await.unwrap();
         assert_eq!(outcome.run.status, "error", "attempt {attempt}");
@@ -170,15 +183,14 @@ async fn a_panicking_provider_gives_failed_runs_and_is_paused_after_five() {
     assert!(PANICKING_WALKS.load(Ordering::SeqCst) >= 5);
     // The lock is free again: the connection can be deleted at once.
     connections.delete(&agent, &id, false).await.unwrap();
-    service.shutdown().await;
+    stop(service, connections).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_now_during_a_run_joins_it_instead_of_walking_again() {
     let directory = tempfile::tempdir().unwrap();
-    let (service, agent) = start(directory.path()).await;
-    let id = connect(&service, &agent, "hubspot").await;
-    let connections = service.connections();
+    let (service, connections, agent) = start(directory.path()).await;
+    let id = connect(&service, &connections, &agent, "hubspot").await;
     let walks_before = SLOW_WALKS.load(Ordering::SeqCst);
     let first = {
         let (connections, agent, id) = (connections.clone(), agent.clone(), id.clone());
@@ -200,5 +212,5 @@ async fn sync_now_during_a_run_joins_it_instead_of_walking_again() {
     let third = connections.sync(&agent, &id).await.unwrap();
     assert_ne!(third.run.id, first.run.id);
     assert_eq!(SLOW_WALKS.load(Ordering::SeqCst) - walks_before, 2);
-    service.shutdown().await;
+    stop(service, connections).await;
 }

@@ -1,5 +1,5 @@
-//! Managed connectors: create, list, get, delete, sync now, runs, OAuth start and callback,
-//! the scheduler's tick and the operator's figures. A run takes the connection's lock,
+//! [`Connections`], the managed connectors' use cases: create, list, get, delete, sync
+//! now, runs, OAuth start and callback, the scheduler's tick and the operator's figures. A run takes the connection's lock,
 //! opens its sealed credentials (renewing an expiring OAuth token first), runs the engine
 //! of `memvault-connectors` with [`ConnectionSink`] writing the memories, and records the
 //! run and the connection's new status.
@@ -18,16 +18,17 @@ use memvault_storage::{
     ConnectionRecord, ConnectionStatus, OAuthStateRecord, SyncRunRecord, SyncedRecord, TenantId,
 };
 use memvault_types::limits::MEMORY_TEXT_MAX_CHARS;
+use memvault_types::{ErrorCode, Failure};
 use rand::distributions::{Alphanumeric, DistString};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::{CollectionAccess, Memvault, Read, Write};
-use crate::agent::Agent;
-use crate::call::blocking;
-use crate::connectors::{self as settings, AUTO_PAUSE_AFTER, RUNS_KEPT};
-use crate::error::{Error, Result};
-use crate::memory::{MemoryPatch, NewMemory};
+use memvault_core::memory::{MemoryPatch, NewMemory};
+use memvault_core::service::{CollectionAccess, Read, Write};
+use memvault_core::{blocking, Agent, Error, Memvault, Result};
+
+use crate::settings::{self, AUTO_PAUSE_AFTER, RUNS_KEPT};
+use crate::Runtime;
 
 /// The longest interval a connection may ask for: a week.
 const MAX_INTERVAL_MINUTES: u64 = 7 * 24 * 60;
@@ -37,7 +38,10 @@ const ERROR_MAX_CHARS: usize = 500;
 /// Managed connectors of a tenant.
 #[derive(Clone)]
 pub struct Connections {
-    pub(super) root: Memvault,
+    /// The memory service the sink writes through, and the access rule.
+    pub(crate) root: Memvault,
+    /// What the runtime owns: settings, the provider client, run locks, the sync jobs.
+    pub(crate) runtime: Arc<Runtime>,
 }
 
 /// A connection to create (validated field by field by the edge; the provider's own
@@ -176,6 +180,11 @@ pub struct ProviderRuns {
     pub last_run: Option<DateTime<Utc>>,
 }
 
+/// A sink's failure where a request waits on it (deleting a connection's memories).
+fn sink_error(failure: Failure) -> Error {
+    Error::Invalid(failure.detail)
+}
+
 fn cursor_of(record: &ConnectionRecord) -> Cursor {
     serde_json::from_value(record.cursor.clone()).unwrap_or_default()
 }
@@ -236,11 +245,11 @@ fn check_config(config: &Map<String, Value>) -> Result<()> {
 
 impl Connections {
     fn store(&self) -> Arc<dyn memvault_storage::Store> {
-        self.root.inner.store.clone()
+        self.root.store().clone()
     }
 
     fn settings(&self) -> &settings::ConnectorSettings {
-        &self.root.inner.config.connectors
+        &self.runtime.settings
     }
 
     /// `server.public_url`: where the OAuth callback and its landing page are.
@@ -288,7 +297,7 @@ impl Connections {
         config: Value,
         credentials: &Credentials,
     ) -> Result<ConnectionRecord> {
-        let sealed = self.root.inner.intelligence.secrets()?.seal(
+        let sealed = self.root.secrets()?.seal(
             &serde_json::to_vec(&credentials.0)
                 .map_err(|error| Error::Invalid(error.to_string()))?,
         );
@@ -356,7 +365,7 @@ impl Connections {
     /// the memories it synced. A run in progress finishes first.
     pub async fn delete(&self, agent: &Agent, id: &str, delete_memories: bool) -> Result<()> {
         let record = self.load(&agent.tenant_id, id).await?;
-        let slot = self.root.inner.connector_locks.of(id);
+        let slot = self.runtime.locks.of(id);
         let _held = slot.lock.lock().await;
         if delete_memories {
             let access = self
@@ -364,13 +373,13 @@ impl Connections {
                 .authorizer()
                 .authorize::<Write>(agent, record.collection.clone())?;
             let sink = ConnectionSink::new(self.root.clone(), &record, access)?;
-            let ids = sink.stored_ids().await.map_err(Error::Invalid)?;
-            sink.delete(&ids).await.map_err(Error::Invalid)?;
+            let ids = sink.stored_ids().await.map_err(sink_error)?;
+            sink.delete(&ids).await.map_err(sink_error)?;
         }
         let store = self.store();
         let (tenant, wanted) = (agent.tenant_id.clone(), id.to_owned());
         let removed = blocking(move || store.delete_connection(&tenant, &wanted)).await?;
-        self.root.inner.connector_locks.forget(id);
+        self.runtime.locks.forget(id);
         if removed {
             Ok(())
         } else {
@@ -392,7 +401,7 @@ impl Connections {
     /// status `error` or `paused`, not an `Err`.
     pub async fn sync(&self, agent: &Agent, id: &str) -> Result<SyncOutcome> {
         let record = self.load(&agent.tenant_id, id).await?;
-        let slot = self.root.inner.connector_locks.of(&record.id);
+        let slot = self.runtime.locks.of(&record.id);
         // Watched before the lock is tried, so a run that ends in between is not missed.
         let mut finished = slot.watch();
         if slot.lock.try_lock().is_err() && finished.changed().await.is_ok() {
@@ -406,7 +415,7 @@ impl Connections {
     /// One run of the connection under its lock; its outcome is left for the callers that
     /// joined it.
     pub(crate) async fn run(&self, record: ConnectionRecord, trigger: &str) -> Result<SyncOutcome> {
-        let slot = self.root.inner.connector_locks.of(&record.id);
+        let slot = self.runtime.locks.of(&record.id);
         let held = slot.lock.lock().await;
         let outcome = self.run_locked(record, trigger).await;
         slot.publish(outcome.as_ref().ok().cloned());
@@ -570,7 +579,7 @@ impl Connections {
     ) -> std::result::Result<Attempt, String> {
         let kind = kind_of(record).map_err(|error| error.to_string())?;
         let implementation = self.settings().catalog.provider(kind);
-        if self.root.tenant_handle(&record.tenant_id).is_err() {
+        if !self.root.has_tenant(&record.tenant_id) {
             return Err("the account is being erased".to_owned());
         }
         let agent = self
@@ -594,7 +603,7 @@ impl Connections {
         } else {
             connectors.base_url(kind)
         };
-        let http = &self.root.inner.connector_http;
+        let http = &self.runtime.http;
         let cx = Context {
             http,
             base_url: &base_url,
@@ -644,7 +653,7 @@ impl Connections {
     }
 
     fn open(&self, record: &ConnectionRecord) -> Result<Credentials> {
-        let secrets = self.root.inner.intelligence.secrets()?;
+        let secrets = self.root.secrets()?;
         let plain = secrets.open(&record.credentials).map_err(|_| {
             Error::Invalid(
                 "the connection's credentials cannot be opened with this server's key".to_owned(),
@@ -682,15 +691,12 @@ impl Connections {
                 "the server has no OAuth app for {kind} to renew the token with"
             ))
         })?;
-        let grant =
-            oauth::refresh(&self.root.inner.connector_http, kind, app, &refresh_token).await?;
+        let grant = oauth::refresh(&self.runtime.http, kind, app, &refresh_token).await?;
         let mut renewed = credentials.0.clone();
         renewed.extend(grant.credentials());
         *credentials = Credentials(renewed);
         let secrets = self
             .root
-            .inner
-            .intelligence
             .secrets()
             .map_err(|error| ProviderError::Invalid(error.to_string()))?;
         record.credentials = secrets.seal(&serde_json::to_vec(&credentials.0).unwrap_or_default());
@@ -710,25 +716,15 @@ impl Connections {
 
     /// The agent a connection writes as: the key that created it, while it is active.
     fn agent_of(&self, tenant: &TenantId, key_id: &str) -> Result<Agent> {
-        let snapshot = self.root.tenant_handle(tenant)?.snapshot();
-        let key = snapshot
-            .keys
-            .get(key_id)
-            .filter(|key| key.is_active(Utc::now()))
-            .ok_or_else(|| {
-                Error::Invalid(format!(
-                    "the API key that created this connection ({}) is revoked or expired; create the connection again with an active key",
-                    key_id
-                ))
-            })?;
-        Ok(Agent {
-            tenant_id: tenant.clone(),
-            key_id: key.id.clone(),
-            label: key.label.clone(),
-            read_only: key.read_only,
-            owner: key.owner,
-            admin: snapshot.record.admin,
-        })
+        self.root
+            .authorizer()
+            .agent_of_key(tenant, key_id)
+            .map_err(|error| match error {
+                Error::KeyInactive(_) => Error::Invalid(format!(
+                    "the API key that created this connection ({key_id}) is revoked or expired; create the connection again with an active key"
+                )),
+                other => other,
+            })
     }
 
     /// Starts an OAuth flow: a single-use state bound to the tenant and key, and the
@@ -815,20 +811,14 @@ impl Connections {
         let app = self.settings().app(kind).ok_or_else(|| {
             Error::OAuthNotConfigured(format!("the server has no OAuth app for {kind}"))
         })?;
-        let grant = oauth::exchange(
-            &self.root.inner.connector_http,
-            kind,
-            app,
-            code,
-            &flow.redirect_uri,
-        )
-        .await
-        .map_err(|error| {
-            Error::ConnectorUpstream(format!(
-                "the {kind} token exchange failed: {}",
-                describe(&error)
-            ))
-        })?;
+        let grant = oauth::exchange(&self.runtime.http, kind, app, code, &flow.redirect_uri)
+            .await
+            .map_err(|error| {
+                Error::ConnectorUpstream(format!(
+                    "the {kind} token exchange failed: {}",
+                    describe(&error)
+                ))
+            })?;
         let agent = self.agent_of(&flow.tenant_id, &flow.key_id)?;
         let access = self
             .root
@@ -856,24 +846,24 @@ impl Connections {
 
     /// The scheduler's tick: submits every due connection that is not queued or
     /// running to the sync jobs (which run `concurrent_runs` at once).
-    pub(crate) async fn tick(&self) -> std::result::Result<(), String> {
-        let connections = self.all().await.map_err(|error| error.to_string())?;
+    pub(crate) async fn tick(&self) -> std::result::Result<(), Failure> {
+        let connections = self.all().await?;
         let now = self.root.now();
-        let inner = &self.root.inner;
         for connection in connections {
             if !settings::is_due(&connection, now)
-                || self.root.tenant_handle(&connection.tenant_id).is_err()
-                || !inner.connector_queued.claim(&connection.id)
+                || !self.root.has_tenant(&connection.tenant_id)
+                || !self.runtime.queued.claim(&connection.id)
             {
                 continue;
             }
             let id = connection.id.clone();
-            if let Err(error) = inner
-                .connector_syncs
+            if let Err(error) = self
+                .runtime
+                .queue
                 .submit((connection.tenant_id, id.clone()))
             {
-                inner.connector_queued.release(&id);
-                return Err(error.to_string());
+                self.runtime.queued.release(&id);
+                return Err(Failure::new(ErrorCode::ActorUnavailable, error.to_string()));
             }
         }
         Ok(())
@@ -893,7 +883,7 @@ impl Connections {
         tenant: &TenantId,
         id: &str,
     ) -> Result<Option<ConnectionStatus>> {
-        if self.root.tenant_handle(tenant).is_err() {
+        if !self.root.has_tenant(tenant) {
             return Ok(None);
         }
         let record = match self.load(tenant, id).await {
@@ -901,14 +891,7 @@ impl Connections {
             Err(Error::ConnectionNotFound(_)) => return Ok(None),
             Err(error) => return Err(error),
         };
-        let running = self
-            .root
-            .inner
-            .connector_locks
-            .of(id)
-            .lock
-            .try_lock()
-            .is_err();
+        let running = self.runtime.locks.of(id).lock.try_lock().is_err();
         // A "sync now" in progress stands for this run.
         if running || !settings::is_due(&record, self.root.now()) {
             return Ok(None);
@@ -1052,13 +1035,13 @@ impl ConnectionSink {
 
 #[async_trait::async_trait]
 impl Sink for ConnectionSink {
-    async fn hashes(&self, ids: &[String]) -> std::result::Result<Vec<Option<String>>, String> {
-        let store = self.root.inner.store.clone();
+    async fn hashes(&self, ids: &[String]) -> std::result::Result<Vec<Option<String>>, Failure> {
+        let store = self.root.store().clone();
         let (tenant, connection, ids) =
             (self.tenant.clone(), self.connection.clone(), ids.to_vec());
         let found = blocking(move || store.synced_records(&tenant, &connection, &ids))
             .await
-            .map_err(|error| error.to_string())?;
+            .map_err(Failure::from)?;
         // A record whose memory was deleted by hand is stored again.
         Ok(found
             .into_iter()
@@ -1075,7 +1058,7 @@ impl Sink for ConnectionSink {
             .collect())
     }
 
-    async fn upsert(&self, records: Vec<(Record, String)>) -> std::result::Result<(), String> {
+    async fn upsert(&self, records: Vec<(Record, String)>) -> std::result::Result<(), Failure> {
         let memories = self.root.memories();
         let mut fresh_ids = Vec::new();
         let mut fresh = Vec::new();
@@ -1092,7 +1075,7 @@ impl Sink for ConnectionSink {
                 memories
                     .patch(&self.access, &id, patch)
                     .await
-                    .map_err(|error| error.to_string())?;
+                    .map_err(Failure::from)?;
             } else {
                 fresh_ids.push(id.clone());
                 fresh.push(memory);
@@ -1107,50 +1090,53 @@ impl Sink for ConnectionSink {
             memories
                 .create_as(&self.access, fresh, Some(fresh_ids))
                 .await
-                .map_err(|error| error.to_string())?;
+                .map_err(Failure::from)?;
         }
-        let store = self.root.inner.store.clone();
+        let store = self.root.store().clone();
         let (tenant, connection) = (self.tenant.clone(), self.connection.clone());
         blocking(move || store.put_synced_records(&tenant, &connection, &mapped))
             .await
-            .map_err(|error| error.to_string())
+            .map_err(Failure::from)
     }
 
-    async fn delete(&self, ids: &[String]) -> std::result::Result<u64, String> {
-        let store = self.root.inner.store.clone();
+    async fn delete(&self, ids: &[String]) -> std::result::Result<u64, Failure> {
+        let store = self.root.store().clone();
         let (tenant, connection, wanted) =
             (self.tenant.clone(), self.connection.clone(), ids.to_vec());
         let found = blocking(move || store.synced_records(&tenant, &connection, &wanted))
             .await
-            .map_err(|error| error.to_string())?;
+            .map_err(Failure::from)?;
         let memories = self.root.memories();
         let mut deleted = 0;
         for entry in found.into_iter().flatten() {
             match memories.delete(&self.access, &entry.memory_id).await {
                 Ok(()) => deleted += 1,
                 Err(Error::MemoryNotFound { .. } | Error::CollectionNotFound(_)) => {}
-                Err(error) => return Err(error.to_string()),
+                Err(error) => return Err(error.into()),
             }
         }
-        let store = self.root.inner.store.clone();
+        let store = self.root.store().clone();
         let (tenant, connection, wanted) =
             (self.tenant.clone(), self.connection.clone(), ids.to_vec());
         blocking(move || store.delete_synced_records(&tenant, &connection, &wanted))
             .await
-            .map_err(|error| error.to_string())?;
+            .map_err(Failure::from)?;
         Ok(deleted)
     }
 
-    async fn stored_ids(&self) -> std::result::Result<Vec<String>, String> {
-        let store = self.root.inner.store.clone();
+    async fn stored_ids(&self) -> std::result::Result<Vec<String>, Failure> {
+        let store = self.root.store().clone();
         let (tenant, connection) = (self.tenant.clone(), self.connection.clone());
         blocking(move || store.synced_record_ids(&tenant, &connection))
             .await
-            .map_err(|error| error.to_string())
+            .map_err(Failure::from)
     }
 
-    async fn checkpoint(&self, checkpoint: Option<&Checkpoint>) -> std::result::Result<(), String> {
-        let store = self.root.inner.store.clone();
+    async fn checkpoint(
+        &self,
+        checkpoint: Option<&Checkpoint>,
+    ) -> std::result::Result<(), Failure> {
+        let store = self.root.store().clone();
         let (tenant, connection) = (self.tenant.clone(), self.connection.clone());
         let value =
             checkpoint.map(|checkpoint| serde_json::to_value(checkpoint).unwrap_or_default());
@@ -1163,12 +1149,16 @@ impl Sink for ConnectionSink {
             Ok(true)
         })
         .await
-        .map_err(|error: Error| error.to_string())
+        .map_err(|error: Error| Failure::from(error))
         .and_then(|present| {
             if present {
                 Ok(())
             } else {
-                Err("the connection was deleted during the run".to_owned())
+                Err(Failure::new(
+                    ErrorCode::ConnectionNotFound,
+                    "the connection was deleted during the run",
+                )
+                .permanent())
             }
         })
     }
