@@ -2,6 +2,8 @@
 //! run with its reason and counts toward the pause like any failure; a "sync now" while a
 //! run is in progress joins that run instead of walking the provider again.
 
+// The service's test support (a length embedder), shared with core's own tests.
+#[path = "../../core/tests/support/mod.rs"]
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
