@@ -9,20 +9,16 @@
 //! overlap a manual "sync now" (which joins a run in progress).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use dashmap::DashSet;
-use memvault_jobs::{Backoff, Failure, JobKind, Outcome, Pending, RetryPolicy};
+use memvault_jobs::{Failure, JobKind, Outcome, Pending, RetryPolicy};
 use memvault_storage::{ConnectionStatus, TenantId};
 use memvault_types::ErrorCode;
 
+use crate::settings::SYNC_RETRY;
 use crate::Connections;
-
-/// The wait before a failed connection is synced again, by consecutive failures: 1, 2,
-/// 4, ... minutes, never longer than the connection's interval (and jittered).
-pub const SYNC_RETRY: Backoff = Backoff::new(Duration::from_secs(60), Duration::from_secs(3600));
 
 /// A job: the connection's tenant and id.
 pub type SyncKey = (TenantId, String);

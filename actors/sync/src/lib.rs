@@ -25,8 +25,8 @@ pub mod settings;
 use std::sync::Arc;
 
 pub use connections::{ConnectionView, Connections, NewConnection, ProviderRuns, SyncOutcome};
-pub use jobs::{ConnectorSyncs, QueuedSyncs, SYNC_RETRY};
-pub use settings::{ConnectorSettings, ProviderCatalog, ProviderSettings};
+pub use jobs::{ConnectorSyncs, QueuedSyncs};
+pub use settings::{ConnectorSettings, ProviderCatalog, ProviderSettings, SYNC_RETRY};
 
 use memvault_core::{Error, Memvault, Result};
 use memvault_jobs::{JobMetricsSnapshot, JobQueue, Recurring};

@@ -11,7 +11,11 @@ use memvault_connectors::ProviderKind;
 use memvault_storage::{ConnectionRecord, ConnectionStatus};
 use rand::Rng;
 
-use crate::jobs::SYNC_RETRY;
+use memvault_types::Backoff;
+
+/// The wait before a failed connection is synced again, by consecutive failures: 1, 2,
+/// 4, ... minutes, never longer than the connection's interval (and jittered).
+pub const SYNC_RETRY: Backoff = Backoff::new(Duration::from_secs(60), Duration::from_secs(3600));
 
 /// Consecutive failed syncs after which a connection is paused (SPEC: Limits).
 pub const AUTO_PAUSE_AFTER: u32 = 5;

@@ -309,12 +309,9 @@ async fn start_queue<K: memvault_jobs::JobKind>(
     workers: usize,
     what: &str,
 ) -> Result<JobQueue<K>> {
-    JobQueue::start(Arc::new(kind), workers)
-        .await
-        .map_err(|error| Error::StartFailed {
-            what: what.to_owned(),
-            reason: error.to_string(),
-        })
+    let queue = open_queue(what).await?;
+    run_queue(&queue, kind, workers, what).await?;
+    Ok(queue)
 }
 
 /// How long a tenant's counted file bytes are trusted before they are listed again.
