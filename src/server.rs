@@ -220,17 +220,14 @@ pub async fn start_service_with_clock(
             max_attempts: config.webhooks.max_attempts,
             initial_backoff: Duration::from_millis(config.webhooks.initial_backoff_ms),
         },
-        files: crate::files::file_settings(config),
         blobs: crate::files::blob_backend(config).map_err(StartupError::Blobs)?,
         account: account_settings(config).map_err(StartupError::Mail)?,
         billing: billing_settings(config),
         tiers: tiers(config),
-        email: memvault_accounts::email::EmailSettings {
-            domain: config.email.domain.to_ascii_lowercase(),
-        },
         restarts: memvault_types::RestartPolicy::ACTORS,
     };
     let service = Memvault::start(Arc::new(store), embedders, service_config).await?;
+    let intake = memvault_intake::start(&service, intake_settings(config)).await?;
     let connections = memvault_sync::start(&service, connector_settings(config)).await?;
     let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;
     let status = StatusMonitor::start(
@@ -240,8 +237,12 @@ pub async fn start_service_with_clock(
         Duration::from_secs(config.status.check_interval_secs),
         {
             let (operator, connections) = (service.operator(), connections.clone());
+            let intake = intake.clone();
             Box::new(move || {
                 let mut supervision = operator.supervision();
+                if !intake.is_running() {
+                    supervision.supervisors_down.push("ingest");
+                }
                 if !connections.is_running() {
                     supervision.supervisors_down.push("connector_sync");
                 }
@@ -252,6 +253,7 @@ pub async fn start_service_with_clock(
     let state = AppState::new(
         &service,
         connections,
+        intake,
         status,
         config.server.max_body_bytes,
         RateLimits::from_config(&config.rate_limit),
@@ -384,7 +386,7 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartupError> {
-    let connections = state.connections.clone();
+    let (connections, intake) = (state.connections.clone(), state.intake.clone());
     let router = api::router(state);
     axum::serve(
         listener,
@@ -394,6 +396,7 @@ pub async fn serve(
     .await
     .map_err(StartupError::Serve)?;
     connections.stop().await;
+    intake.stop().await;
     service.shutdown().await;
     Ok(())
 }
@@ -429,6 +432,15 @@ pub async fn shutdown_signal() {
 
 /// `[connectors]`: the scheduler, each provider's API root and OAuth app (an app needs
 /// both a client id and a secret; the authorize and token URLs default to the provider's).
+fn intake_settings(config: &Config) -> memvault_intake::IntakeSettings {
+    memvault_intake::IntakeSettings {
+        files: crate::files::file_settings(config),
+        email: memvault_accounts::email::EmailSettings {
+            domain: config.email.domain.to_ascii_lowercase(),
+        },
+    }
+}
+
 fn connector_settings(config: &Config) -> memvault_sync::ConnectorSettings {
     use memvault_connectors::ProviderKind;
     use memvault_sync::{ConnectorSettings, ProviderSettings};

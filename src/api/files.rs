@@ -14,8 +14,9 @@ use axum::Json;
 use bytes::{Bytes, BytesMut};
 use chrono::{DateTime, Utc};
 use memvault_core::memory::{validate_text, NewMemory};
-use memvault_core::{
-    Authorizer, CompletedUpload, FileResult, Files, Incoming, StagedFile, UploadSpec, UploadTicket,
+use memvault_core::Authorizer;
+use memvault_intake::{
+    CompletedUpload, FileResult, Files, Incoming, StagedFile, UploadSpec, UploadTicket,
 };
 use memvault_storage::{IngestBatchRecord, MemoryRecord, TenantId};
 use memvault_types::limits::DEFAULT_IMPORTANCE;

@@ -10,7 +10,8 @@ use memvault_core::memory::{
     NewMemory,
 };
 use memvault_core::ListPage;
-use memvault_core::{Authorizer, Files, Memories};
+use memvault_core::{Authorizer, Memories};
+use memvault_intake::Files;
 use memvault_storage::MemoryRecord;
 use memvault_types::limits::{
     BULK_MAX_ITEMS, DEFAULT_IMPORTANCE, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX,

@@ -41,9 +41,10 @@ use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use memvault_core::{
-    Accounts, AuditTrail, Authorizer, Billing, Collections, Email, Files, Graph, Internal, Keys,
-    Maintenance, Memories, Memvault, Operator, Portability, Proxy, Search, Settings, Tenants,
+    Accounts, AuditTrail, Authorizer, Billing, Collections, Graph, Internal, Keys, Maintenance,
+    Memories, Memvault, Operator, Portability, Proxy, Search, Settings, Tenants,
 };
+use memvault_intake::{Email, Files, Intake};
 use memvault_sync::Connections;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
@@ -91,6 +92,8 @@ pub struct AppState {
     pub email: Email,
     /// Managed connectors.
     pub connections: Connections,
+    /// Files and mail that become memories (its job queue's figures).
+    pub intake: Intake,
     /// The relay handoff's shared secret (none by default: it answers 503).
     #[from_ref(skip)]
     pub inbound_secret: email::InboundSecret,
@@ -100,13 +103,14 @@ impl AppState {
     pub fn new(
         service: &Memvault,
         connections: Connections,
+        intake: Intake,
         status: Arc<StatusMonitor>,
         max_body_bytes: usize,
         rate_limits: RateLimits,
     ) -> Self {
         Self {
             memories: service.memories(),
-            files: service.files(),
+            files: intake.files(),
             collections: service.collections(),
             search: service.search(),
             graph: service.graph(),
@@ -128,8 +132,9 @@ impl AppState {
             portability: service.portability(),
             account_limits: Arc::new(account::AccountLimits::default()),
             internal_secrets: internal::InternalSecrets::default(),
-            email: service.email(),
+            email: intake.email(),
             connections,
+            intake,
             inbound_secret: email::InboundSecret::default(),
         }
     }

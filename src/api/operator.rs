@@ -12,6 +12,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use memvault_core::metrics::{LatencySummary, MetricsSnapshot, Stage};
 use memvault_core::service::EmbeddingsOverview;
 use memvault_core::Operator;
+use memvault_intake::Intake;
 use memvault_jobs::{JobMetricsSnapshot, RecurringSnapshot};
 use memvault_sync::Connections;
 use serde::{Deserialize, Serialize};
@@ -146,7 +147,12 @@ pub struct ActorRestartsResponse {
 }
 
 impl MetricsResponse {
-    fn new(snapshot: MetricsSnapshot, operator: &Operator, connections: &Connections) -> Self {
+    fn new(
+        snapshot: MetricsSnapshot,
+        operator: &Operator,
+        connections: &Connections,
+        intake: &Intake,
+    ) -> Self {
         let stage = |stage: Stage| StageMetricsResponse::from(snapshot.stage(stage));
         Self {
             scope: "process",
@@ -178,7 +184,10 @@ impl MetricsResponse {
             jobs: operator
                 .job_metrics()
                 .into_iter()
-                .chain([("connector_sync", connections.job_metrics())])
+                .chain([
+                    ("ingest", intake.job_metrics()),
+                    ("connector_sync", connections.job_metrics()),
+                ])
                 .map(|(kind, metrics)| (kind.to_owned(), metrics))
                 .collect(),
             recurring: operator.recurring_metrics(),
@@ -205,6 +214,7 @@ impl MetricsResponse {
 pub async fn metrics(
     State(operator): State<Operator>,
     State(connections): State<Connections>,
+    State(intake): State<Intake>,
     _admin: Admin,
     ApiQuery(query): ApiQuery<MetricsQuery>,
 ) -> ApiResult<Json<MetricsResponse>> {
@@ -218,6 +228,7 @@ pub async fn metrics(
         snapshot,
         &operator,
         &connections,
+        &intake,
     )))
 }
 

@@ -4,10 +4,11 @@
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Utc};
-use memvault_core::{Authorizer, Files, Search};
+use memvault_core::{Authorizer, Search};
 use memvault_index::search::{
     FusionParams, SearchFilter, SearchHit, SearchMode, SearchOutcome, SearchQuery,
 };
+use memvault_intake::Files;
 use memvault_types::limits::{
     FORGET_LIMIT_DEFAULT, FORGET_LIMIT_MAX, FORGET_MIN_SCORE_DEFAULT, MEMORY_TEXT_MAX_CHARS,
     RELATED_LIMIT_DEFAULT, RELATED_MIN_SCORE_DEFAULT, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX,

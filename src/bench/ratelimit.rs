@@ -143,6 +143,9 @@ pub async fn run() -> Result<(), BenchError> {
     let connections = memvault_sync::start(&service, memvault_sync::ConnectorSettings::default())
         .await
         .map_err(|error| setup(error.to_string()))?;
+    let intake = memvault_intake::start(&service, memvault_intake::IntakeSettings::default())
+        .await
+        .map_err(|error| setup(error.to_string()))?;
     let state = |enabled: bool| {
         let config = RateLimitConfig {
             enabled,
@@ -152,6 +155,7 @@ pub async fn run() -> Result<(), BenchError> {
         AppState::new(
             &service,
             connections.clone(),
+            intake.clone(),
             status.clone(),
             1 << 20,
             RateLimits::from_config(&config),

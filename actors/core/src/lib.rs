@@ -45,9 +45,5 @@ pub use service::{
     RememberInput, RememberOutcome, Search, ServiceConfig, Settings, SlotHistory, SpendView,
     Supervision, Tenants,
 };
-pub use service::{
-    BlobBackend, CompletedUpload, Download, FileResult, Files, Incoming, StagedFile, UploadSpec,
-    UploadTicket,
-};
-pub use service::{DropAddress, Email, Inbound};
+pub use service::{BlobBackend, Placement};
 pub use service::{EmbeddedTexts, Internal, StorageConfigInput, StorageConfigView};

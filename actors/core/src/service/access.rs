@@ -83,7 +83,7 @@ impl CollectionAccess<Write> {
     /// job (an ingest batch) took a [`CollectionAccess<Write>`] from
     /// [`Authorizer::authorize`] for this writer and collection; the job, resumed perhaps
     /// after a restart, writes as that writer.
-    pub(crate) fn resumed(
+    pub fn resumed(
         tenant: &TenantId,
         writer: &memvault_storage::CreatedBy,
         collection: CollectionName,
@@ -108,7 +108,7 @@ impl CollectionAccess<Write> {
     /// the relay's shared secret, the address (which only the tenant's owner sets and
     /// rotates) and the owner's sender allowlist are the authorisation, so the intake
     /// writes as the owner would, under its own identity in the batch and the audit log.
-    pub(crate) fn mail_intake(tenant: &TenantId, collection: CollectionName) -> Self {
+    pub fn mail_intake(tenant: &TenantId, collection: CollectionName) -> Self {
         Self {
             agent: Agent {
                 tenant_id: tenant.clone(),

@@ -120,7 +120,7 @@ impl Collections {
                 reply,
             })
             .await?;
-        self.root.files().release(tenant, &images).await;
+        self.root.placement().release(tenant, &images).await;
         Ok(())
     }
 }

@@ -81,7 +81,7 @@ impl Maintenance {
             .filter(|(memory, _)| deleted.contains(&memory.id))
             .flat_map(|(memory, _)| memory.images.iter().cloned())
             .collect();
-        self.root.files().release(sweep.tenant(), &images).await;
+        self.root.placement().release(sweep.tenant(), &images).await;
         Ok(report)
     }
 

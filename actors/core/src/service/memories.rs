@@ -10,7 +10,7 @@ use super::access::{CollectionAccess, Read, Write};
 use super::Memvault;
 use crate::collection::CollectionMessage;
 use crate::error::{Error, Result};
-use crate::memory::{MemoryChange, MemoryPatch, NewMemory};
+use crate::memory::{ImageChange, MemoryChange, MemoryPatch, NewMemory};
 
 /// Which page of a listing to return.
 #[derive(Debug, Clone, Copy)]
@@ -274,7 +274,89 @@ impl Memories {
                 reply,
             })
             .await?;
-        self.root.files().release(tenant, &images).await;
+        self.root.placement().release(tenant, &images).await;
+        Ok(())
+    }
+
+    /// Memories of the collection that `matches` accepts (a scan of its snapshot).
+    pub fn matching<L: super::access::Level>(
+        &self,
+        access: &CollectionAccess<L>,
+        matches: impl Fn(&MemoryRecord) -> bool,
+    ) -> Result<Vec<Arc<MemoryRecord>>> {
+        let entry = self
+            .root
+            .collection_entry(access.tenant(), access.collection())?;
+        Ok(entry
+            .handle
+            .snapshot()
+            .memories
+            .values()
+            .filter(|memory| matches(memory))
+            .cloned()
+            .collect())
+    }
+
+    /// Deletes memories and keeps the files they attach (a retried ingest item stores
+    /// them again).
+    pub async fn forget_keeping_files(
+        &self,
+        access: &CollectionAccess<Write>,
+        ids: Vec<String>,
+    ) -> Result<()> {
+        let entry = self
+            .root
+            .collection_entry(access.tenant(), access.collection())?;
+        for id in ids {
+            self.root
+                .call_collection(&entry.handle, |reply| CollectionMessage::Delete {
+                    id,
+                    reply,
+                })
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Attaches one more file (its stored form, an `images` entry) to a memory.
+    pub async fn add_image(
+        &self,
+        access: &CollectionAccess<Write>,
+        id: &str,
+        image: serde_json::Value,
+    ) -> Result<Arc<MemoryRecord>> {
+        let change = MemoryChange {
+            images: Some(ImageChange::Add(image)),
+            ..MemoryChange::default()
+        };
+        self.update_memory(access.tenant(), access.collection(), id, change)
+            .await
+    }
+
+    /// Removes the file at `index` from a memory, and its blob when nothing else
+    /// references it.
+    pub async fn remove_image(
+        &self,
+        access: &CollectionAccess<Write>,
+        id: &str,
+        index: usize,
+    ) -> Result<()> {
+        let (tenant, collection) = (access.tenant(), access.collection());
+        let removed = self
+            .memory(tenant, collection, id)?
+            .images
+            .get(index)
+            .cloned()
+            .ok_or_else(|| Error::ImageNotFound {
+                id: id.to_owned(),
+                index,
+            })?;
+        let change = MemoryChange {
+            images: Some(ImageChange::Remove(index)),
+            ..MemoryChange::default()
+        };
+        self.update_memory(tenant, collection, id, change).await?;
+        self.root.placement().release(tenant, &[removed]).await;
         Ok(())
     }
 

@@ -8,14 +8,13 @@ mod audit;
 mod billing;
 mod changes;
 mod collections;
-mod email;
-mod files;
 pub mod intelligence;
 mod internal;
 mod keys;
 mod maintenance;
 mod memories;
 mod operator;
+pub mod placement;
 mod portability;
 pub mod proxy;
 mod remember;
@@ -42,10 +41,6 @@ pub use audit::AuditTrail;
 pub use billing::{Billing, EventOutcome, ReturnUrls};
 pub use changes::CollectionChanges;
 pub use collections::{CollectionView, Collections};
-pub use email::{DropAddress, Email, Inbound};
-pub use files::{
-    CompletedUpload, Download, FileResult, Files, Incoming, StagedFile, UploadSpec, UploadTicket,
-};
 pub use intelligence::{IntelligenceConfig, ModelPrice, Purpose};
 pub use internal::{EmbeddedTexts, Internal};
 pub use keys::{Keys, NewKey};
@@ -54,6 +49,7 @@ pub use memories::{ListPage, Memories};
 pub use operator::{
     EmbeddingsOverview, Operator, OperatorUsage, PurposeUsage, Signups, Supervision, TierUsage,
 };
+pub use placement::Placement;
 pub use portability::{
     AccountExport, ImportCollection, ImportOutcome, ImportedMemory, Portability,
 };
@@ -110,8 +106,6 @@ pub struct ServiceConfig {
     pub webhooks: WebhookSettings,
     /// Audit entries older than this are pruned.
     pub audit_retention: Duration,
-    /// Files: limits, the worker, the engines.
-    pub files: memvault_files::FileSettings,
     /// Where files are stored, and the signer of memvault's own presigned URLs.
     pub blobs: BlobBackend,
     /// Outgoing mail, reveal links, signup and recovery limits.
@@ -120,8 +114,6 @@ pub struct ServiceConfig {
     pub billing: memvault_accounts::billing::BillingSettings,
     /// What each tier may hold.
     pub tiers: memvault_accounts::Tiers,
-    /// Mail-in: the drop addresses' domain.
-    pub email: memvault_accounts::email::EmailSettings,
     /// How failed tenant and collection actors are restarted, and when they are degraded.
     pub restarts: memvault_types::RestartPolicy,
 }
@@ -178,12 +170,10 @@ impl Default for ServiceConfig {
             clock: Arc::new(SystemClock),
             webhooks: WebhookSettings::default(),
             audit_retention: Duration::from_secs(90 * 24 * 3600),
-            files: memvault_files::FileSettings::default(),
             blobs: BlobBackend::in_memory("http://127.0.0.1:8420"),
             account: crate::account::AccountSettings::default(),
             billing: memvault_accounts::billing::BillingSettings::default(),
             tiers: memvault_accounts::Tiers::default(),
-            email: memvault_accounts::email::EmailSettings::default(),
             restarts: memvault_types::RestartPolicy::ACTORS,
         }
     }
@@ -346,10 +336,6 @@ struct Inner {
     blobs: BlobBackend,
     /// The platform's store and the tenants' own buckets.
     stores: memvault_files::TenantStores,
-    /// Reads files in worker processes.
-    reader: memvault_files::FileReader,
-    /// Asynchronous ingest batches (opened, then run like extraction).
-    ingest: JobQueue<memvault_files::IngestJobs<Files>>,
     /// Re-embeds collections built by another model than the configured one.
     reembed: JobQueue<ReembedJobs>,
     /// Sends the queued mail; `None` when the server has no mailer.
@@ -490,8 +476,6 @@ impl Memvault {
                     config.blobs.store.clone(),
                     FOREIGN_STORE_TIMEOUT,
                 ),
-                reader: memvault_files::FileReader::new(config.files.clone()),
-                ingest: open_queue("the ingest queue").await?,
                 intelligence,
                 extraction: open_queue("the extraction queue").await?,
                 webhooks,
@@ -526,6 +510,16 @@ impl Memvault {
         self.inner.intelligence.secrets()
     }
 
+    /// The service's clock.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.inner.config.clock.clone()
+    }
+
+    /// What seals stored credentials, shared; `None` when no encryption key is set.
+    pub fn secret_box(&self) -> Option<Arc<memvault_storage::crypto::SecretBox>> {
+        self.inner.config.intelligence.secrets.clone()
+    }
+
     /// The service's "now" (the configured clock).
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         self.inner.config.clock.now()
@@ -548,12 +542,6 @@ impl Memvault {
             "the extraction queue",
         )
         .await?;
-        let ingest = memvault_files::IngestJobs::new(
-            inner.store.clone(),
-            Arc::new(self.files()),
-            inner.config.files.item_deadline,
-        );
-        run_queue(&inner.ingest, ingest, 1, "the ingest queue").await?;
         let erasure = memvault_portability::AccountErasures::new(
             inner.store.clone(),
             Arc::new(self.accounts()),
@@ -652,7 +640,7 @@ impl Memvault {
                 return Ok(entry.1);
             }
         }
-        let bytes = self.files().stored_bytes(tenant).await?;
+        let bytes = self.placement().stored_bytes(tenant).await?;
         self.inner
             .files_usage
             .insert(tenant.clone(), (std::time::Instant::now(), bytes));
@@ -684,14 +672,9 @@ impl Memvault {
         self.inner.audit.flush().await;
     }
 
-    /// The ingest queue.
-    pub(crate) fn ingest_queue(&self) -> &JobQueue<memvault_files::IngestJobs<Files>> {
-        &self.inner.ingest
-    }
-
-    /// Files: drop, uploads, attachments, downloads.
-    pub fn files(&self) -> Files {
-        Files { root: self.clone() }
+    /// Where files live: stores, the URL signer, the tier's storage count, release.
+    pub fn placement(&self) -> Placement {
+        Placement { root: self.clone() }
     }
 
     /// Stops every actor; in-flight actor calls finish first (each actor drains the
@@ -700,7 +683,6 @@ impl Memvault {
         self.inner.scheduler.stop();
         self.inner.audit.stop().await;
         self.inner.extraction.stop().await;
-        self.inner.ingest.stop().await;
         self.inner.erasure.stop().await;
         self.inner.import.stop().await;
         self.inner.reembed.stop().await;
@@ -783,11 +765,6 @@ impl Memvault {
     /// Stripe checkout, portal and webhook events.
     pub fn billing(&self) -> Billing {
         Billing { root: self.clone() }
-    }
-
-    /// Mail-in: drop addresses, the sender allowlist, the relay's handoff.
-    pub fn email(&self) -> Email {
-        Email { root: self.clone() }
     }
 
     /// What memvault's own other processes call (internal embed).

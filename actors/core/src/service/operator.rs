@@ -117,7 +117,6 @@ impl Operator {
             ("extraction", inner.extraction.metrics()),
             ("webhook_delivery", inner.webhooks.metrics()),
             ("reembed", inner.reembed.metrics()),
-            ("ingest", inner.ingest.metrics()),
         ];
         if let Some(mail) = &inner.mail {
             kinds.push(("mail", mail.metrics()));
@@ -186,7 +185,6 @@ impl Operator {
             ("extraction", inner.extraction.is_running()),
             ("webhook_delivery", inner.webhooks.is_running()),
             ("reembed", inner.reembed.is_running()),
-            ("ingest", inner.ingest.is_running()),
             ("erasure", inner.erasure.is_running()),
             ("import", inner.import.is_running()),
             (

@@ -55,6 +55,21 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Fails with `tenant_not_found` when the tenant is unknown (or being erased).
+    pub fn check_tenant(&self, tenant: &TenantId) -> Result<()> {
+        self.root.tenant_handle(tenant).map(drop)
+    }
+
+    /// Who may send mail to the tenant's drop address: its list, or the account email
+    /// when it never set one.
+    pub fn email_senders(&self, tenant: &TenantId) -> Result<Vec<String>> {
+        let snapshot = self.root.tenant_handle(tenant)?.snapshot();
+        Ok(match &snapshot.settings.email_senders {
+            Some(senders) => senders.clone(),
+            None => vec![snapshot.record.email.trim().to_ascii_lowercase()],
+        })
+    }
+
     pub fn extraction_llm(&self, tenant: &TenantId) -> Result<Option<ExtractionLlmView>> {
         let settings = self.root.tenant_handle(tenant)?.snapshot().settings.clone();
         Ok(settings
@@ -143,7 +158,7 @@ impl Settings {
         self.spend(tenant).await
     }
 
-    pub(super) async fn update_settings(
+    pub async fn update_settings(
         &self,
         tenant: &TenantId,
         change: impl FnOnce(&TenantSettings) -> TenantSettings + Send + 'static,

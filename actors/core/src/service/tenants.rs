@@ -158,7 +158,7 @@ impl Tenants {
                 stats.added_30d += usize::from(memory.created_at >= month_ago);
             }
         }
-        stats.files_bytes = self.root.files().stored_bytes(tenant).await?;
+        stats.files_bytes = self.root.placement().stored_bytes(tenant).await?;
         let (store, tenant) = (self.root.inner.store.clone(), tenant.clone());
         stats.storage_bytes = tokio::task::spawn_blocking(move || store.tenant_bytes(&tenant))
             .await

@@ -6,37 +6,28 @@
 //! worker process ([`FileReader`]), chunked ([`Chunker`]) and stored as memories whose
 //! `images` reference the original. One failing file never fails the others.
 
-use memvault_types::{ErrorCode, Failure};
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use memvault_blobs::{BlobError, BlobKey, BlobPrefix, BlobStore, PresignMethod, UrlSigner};
-use memvault_ingest::{Extracted, Kind, Location};
+use memvault_blobs::{BlobError, BlobKey, BlobStore, PresignMethod, UrlSigner};
+use memvault_core::blocking;
+use memvault_core::memory::NewMemory;
+use memvault_core::service::access::{CollectionAccess, Write};
+use memvault_core::service::placement::{blob_error, blob_key, storage_error};
+use memvault_core::{Error, Result};
+use memvault_files::{Attachment, FileReader, SignedAttachment};
+use memvault_ingest::Kind;
 use memvault_storage::{
-    CollectionName, CreatedBy, IngestBatchRecord, IngestItemRecord, IngestItemState, MemoryRecord,
-    StorageConfigRecord, TenantId,
+    CreatedBy, IngestBatchRecord, IngestItemRecord, IngestItemState, MemoryRecord, TenantId,
 };
-use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
+use serde_json::{Map, Value};
 
-use super::access::{CollectionAccess, Write};
-use super::Memvault;
-use crate::call::blocking;
-use crate::collection::CollectionMessage;
-use crate::error::{Error, Result};
-use memvault_files::{IngestItem, ItemOutcome};
-
-/// A file's memories, ready to store.
-type Prepared = memvault_files::Prepared<NewMemory>;
-use crate::memory::{ImageChange, MemoryChange, NewMemory};
-use memvault_files::{cap_chars, Attachment, Chunker, FileReader, PlacedStore, SignedAttachment};
+use crate::ingest::{FileContext, Outcome};
+use crate::Parts;
 
 /// Characters of a file's text shown in a drop's per-file result.
-const PREVIEW_CHARS: usize = 200;
-/// Memories stored per write when a file has many chunks.
-const CHUNKS_PER_WRITE: usize = 64;
+pub(crate) const PREVIEW_CHARS: usize = 200;
 
 /// A file stored as a blob, not yet read.
 #[derive(Debug, Clone)]
@@ -57,7 +48,7 @@ pub struct StagedFile {
 }
 
 impl StagedFile {
-    fn attachment(&self) -> Attachment {
+    pub(crate) fn attachment(&self) -> Attachment {
         Attachment {
             file_id: self.file_id.clone(),
             path: self.path.clone(),
@@ -153,64 +144,12 @@ pub struct Download {
 /// Files: see the module docs.
 #[derive(Clone)]
 pub struct Files {
-    pub(super) root: Memvault,
+    pub(crate) parts: Arc<Parts>,
 }
 
 impl Files {
-    /// The platform's store: where memvault's own presigned URLs point.
-    fn platform(&self) -> &Arc<dyn BlobStore> {
-        self.root.inner.stores.platform()
-    }
-
-    /// Where the tenant's new files go: its own bucket when it configured one.
-    fn active_store(&self, tenant: &TenantId) -> Result<PlacedStore> {
-        let config = self.storage_config(tenant)?;
-        self.root
-            .inner
-            .stores
-            .active(
-                tenant,
-                config.as_ref(),
-                self.root.inner.intelligence.secrets().ok(),
-            )
-            .map_err(storage_error)
-    }
-
-    /// The store a file put in `store` is in; `None` when that bucket is no longer
-    /// configured (the file stays there, memvault cannot reach it).
-    fn holding_store(
-        &self,
-        tenant: &TenantId,
-        store: Option<&str>,
-    ) -> Result<Option<Arc<dyn BlobStore>>> {
-        let config = match store {
-            None => None,
-            Some(_) => self.storage_config(tenant)?,
-        };
-        self.root
-            .inner
-            .stores
-            .holding(
-                tenant,
-                store,
-                config.as_ref(),
-                self.root.inner.intelligence.secrets().ok(),
-            )
-            .map_err(storage_error)
-    }
-
-    fn storage_config(&self, tenant: &TenantId) -> Result<Option<StorageConfigRecord>> {
-        Ok(self
-            .root
-            .tenant_handle(tenant)?
-            .snapshot()
-            .settings
-            .storage
-            .clone())
-    }
-
-    fn settings(&self) -> &memvault_files::FileSettings {
-        &self.root.inner.config.files
+    pub(crate) fn settings(&self) -> &memvault_files::FileSettings {
+        &self.parts.settings
     }
 
     /// The per-file limit in bytes.
@@ -245,11 +184,11 @@ impl Files {
         let path = format!("files/{file_id}/{}", blob_name(&filename));
         let kind = FileReader::sniff(&bytes, &filename);
         let key = blob_key(tenant, &path)?;
-        let placed = self.active_store(tenant)?;
+        let placed = self.parts.placement.active(tenant)?;
         // The platform's storage counts against the tier; a tenant's own bucket is its own.
         if placed.id.is_none() {
-            let growth = memvault_accounts::Growth::StorageBytes(bytes.len() as u64);
-            if let Err(error) = self.root.admit(tenant, growth).await {
+            let admitted = self.parts.placement.admit(tenant, bytes.len() as u64);
+            if let Err(error) = admitted.await {
                 return Ok(Incoming::Refused {
                     filename,
                     size: bytes.len() as u64,
@@ -264,7 +203,7 @@ impl Files {
             .await
             .map_err(storage_error)?;
         if placed.id.is_none() {
-            self.root.note_files_stored(tenant, receipt.size);
+            self.parts.placement.note_stored(tenant, receipt.size);
         }
         Ok(Incoming::Staged(StagedFile {
             file_id,
@@ -282,7 +221,9 @@ impl Files {
     /// Removes files a request stored but will not use (the request failed).
     pub async fn discard(&self, tenant: &TenantId, files: &[StagedFile]) {
         for file in files {
-            self.delete_blob(tenant, file.store.as_deref(), &file.path)
+            self.parts
+                .placement
+                .delete(tenant, file.store.as_deref(), &file.path)
                 .await;
         }
     }
@@ -328,10 +269,7 @@ impl Files {
             Incoming::Staged(staged) => staged,
         };
         let context = FileContext::plain();
-        match self
-            .prepare_staged(access.tenant(), access.collection(), &staged, &context)
-            .await
-        {
+        match self.prepare_staged(access, &staged, &context).await {
             Ok(memvault_files::Prepared {
                 memories,
                 note,
@@ -351,14 +289,18 @@ impl Files {
                         code: None,
                     }),
                     Err(error) => {
-                        self.delete_blob(access.tenant(), staged.store.as_deref(), &staged.path)
+                        self.parts
+                            .placement
+                            .delete(access.tenant(), staged.store.as_deref(), &staged.path)
                             .await;
                         Err(error)
                     }
                 }
             }
             Err(Outcome::Duplicate { memory_ids, note }) => {
-                self.delete_blob(access.tenant(), staged.store.as_deref(), &staged.path)
+                self.parts
+                    .placement
+                    .delete(access.tenant(), staged.store.as_deref(), &staged.path)
                     .await;
                 Ok(FileResult {
                     filename: staged.filename.clone(),
@@ -373,7 +315,9 @@ impl Files {
                 })
             }
             Err(Outcome::Failed { code, reason }) => {
-                self.delete_blob(access.tenant(), staged.store.as_deref(), &staged.path)
+                self.parts
+                    .placement
+                    .delete(access.tenant(), staged.store.as_deref(), &staged.path)
                     .await;
                 Ok(FileResult {
                     kind: Some(staged.kind.name().to_owned()),
@@ -426,7 +370,7 @@ impl Files {
         source: &str,
         metadata: Map<String, Value>,
     ) -> Result<IngestBatchRecord> {
-        let now = self.root.now();
+        let now = self.parts.clock.now();
         let agent = access.agent();
         let batch = IngestBatchRecord {
             id: uuid::Uuid::now_v7().to_string(),
@@ -443,11 +387,11 @@ impl Files {
             created_at: now,
             updated_at: now,
         };
-        let (store, stored) = (self.root.inner.store.clone(), batch.clone());
+        let (store, stored) = (self.parts.store.clone(), batch.clone());
         blocking(move || store.put_batch(&stored)).await?;
         if !batch.is_finished() {
-            self.root
-                .ingest_queue()
+            self.parts
+                .queue
                 .submit((batch.tenant_id.clone(), batch.id.clone()))
                 .map_err(|error| Error::TaskFailed {
                     task: "ingest queue",
@@ -459,7 +403,7 @@ impl Files {
 
     /// One of the tenant's batches.
     pub async fn batch(&self, tenant: &TenantId, id: &str) -> Result<IngestBatchRecord> {
-        let (store, owner, key) = (self.root.inner.store.clone(), tenant.clone(), id.to_owned());
+        let (store, owner, key) = (self.parts.store.clone(), tenant.clone(), id.to_owned());
         blocking(move || store.batch(&owner, &key))
             .await?
             .ok_or_else(|| Error::BatchNotFound(id.to_owned()))
@@ -492,11 +436,11 @@ impl Files {
         if retried == 0 {
             return Ok(batch);
         }
-        batch.updated_at = self.root.now();
-        let (store, stored) = (self.root.inner.store.clone(), batch.clone());
+        batch.updated_at = self.parts.clock.now();
+        let (store, stored) = (self.parts.store.clone(), batch.clone());
         blocking(move || store.put_batch(&stored)).await?;
-        self.root
-            .ingest_queue()
+        self.parts
+            .queue
             .submit((batch.tenant_id.clone(), batch.id.clone()))
             .map_err(|error| Error::TaskFailed {
                 task: "ingest queue",
@@ -533,11 +477,13 @@ impl Files {
             });
         }
         let removed = batch.items.remove(index);
-        batch.updated_at = self.root.now();
-        let (store, stored) = (self.root.inner.store.clone(), batch.clone());
+        batch.updated_at = self.parts.clock.now();
+        let (store, stored) = (self.parts.store.clone(), batch.clone());
         blocking(move || store.put_batch(&stored)).await?;
         if let Some(path) = &removed.blob_path {
-            self.delete_blob(access.tenant(), removed.blob_store.as_deref(), path)
+            self.parts
+                .placement
+                .delete(access.tenant(), removed.blob_store.as_deref(), path)
                 .await;
         }
         Ok(batch)
@@ -551,7 +497,7 @@ impl Files {
         specs: Vec<UploadSpec>,
     ) -> Result<Vec<UploadTicket>> {
         let expiry = self.settings().url_expiry;
-        let placed = self.active_store(access.tenant())?;
+        let placed = self.parts.placement.active(access.tenant())?;
         let mut tickets = Vec::with_capacity(specs.len());
         for spec in specs {
             let filename = clean_filename(&spec.filename);
@@ -581,7 +527,7 @@ impl Files {
                 filename: spec.filename,
                 key: key.as_string(),
                 url: url.to_string(),
-                expires_at: self.root.now()
+                expires_at: self.parts.clock.now()
                     + chrono::Duration::from_std(expiry).unwrap_or(chrono::Duration::zero()),
             });
         }
@@ -598,7 +544,7 @@ impl Files {
     ) -> Result<(IngestBatchRecord, Vec<(CompletedUpload, String)>)> {
         let mut items = Vec::new();
         let mut rejected = Vec::new();
-        let placed = self.active_store(access.tenant())?;
+        let placed = self.parts.placement.active(access.tenant())?;
         for upload in uploads {
             match self
                 .check_upload(access.tenant(), &*placed.store, &upload)
@@ -676,14 +622,16 @@ impl Files {
             .iter()
             .map(|file| file.attachment().to_value())
             .collect();
-        match self.root.memories().create(access, vec![memory]).await {
+        match self.parts.memories.create(access, vec![memory]).await {
             Ok(mut created) => created.pop().ok_or_else(|| Error::TaskFailed {
                 task: "memory create",
                 reason: "no memory was created".to_owned(),
             }),
             Err(error) => {
                 for file in &files {
-                    self.delete_blob(access.tenant(), file.store.as_deref(), &file.path)
+                    self.parts
+                        .placement
+                        .delete(access.tenant(), file.store.as_deref(), &file.path)
                         .await;
                 }
                 Err(error)
@@ -712,9 +660,7 @@ impl Files {
                 Incoming::Staged(staged) => staged,
             };
             let context = FileContext::whole();
-            let outcome = self
-                .prepare_staged(access.tenant(), access.collection(), &staged, &context)
-                .await;
+            let outcome = self.prepare_staged(access, &staged, &context).await;
             let result = match outcome {
                 Ok(prepared) => match self.store_chunks(access, prepared.memories).await {
                     Ok(ids) => FileResult {
@@ -729,13 +675,17 @@ impl Files {
                         code: None,
                     },
                     Err(error) => {
-                        self.delete_blob(access.tenant(), staged.store.as_deref(), &staged.path)
+                        self.parts
+                            .placement
+                            .delete(access.tenant(), staged.store.as_deref(), &staged.path)
                             .await;
                         return Err(error);
                     }
                 },
                 Err(Outcome::Duplicate { memory_ids, note }) => {
-                    self.delete_blob(access.tenant(), staged.store.as_deref(), &staged.path)
+                    self.parts
+                        .placement
+                        .delete(access.tenant(), staged.store.as_deref(), &staged.path)
                         .await;
                     FileResult {
                         filename: staged.filename.clone(),
@@ -750,7 +700,9 @@ impl Files {
                     }
                 }
                 Err(Outcome::Failed { code, reason }) => {
-                    self.delete_blob(access.tenant(), staged.store.as_deref(), &staged.path)
+                    self.parts
+                        .placement
+                        .delete(access.tenant(), staged.store.as_deref(), &staged.path)
                         .await;
                     FileResult {
                         kind: Some(staged.kind.name().to_owned()),
@@ -776,13 +728,12 @@ impl Files {
         id: &str,
         file: StagedFile,
     ) -> Result<Arc<MemoryRecord>> {
-        let change = MemoryChange {
-            images: Some(ImageChange::Add(file.attachment().to_value())),
-            ..MemoryChange::default()
-        };
-        let updated = self.update(access, id, change).await;
+        let image = file.attachment().to_value();
+        let updated = self.parts.memories.add_image(access, id, image).await;
         if updated.is_err() {
-            self.delete_blob(access.tenant(), file.store.as_deref(), &file.path)
+            let placement = &self.parts.placement;
+            placement
+                .delete(access.tenant(), file.store.as_deref(), &file.path)
                 .await;
         }
         updated
@@ -796,54 +747,7 @@ impl Files {
         id: &str,
         index: usize,
     ) -> Result<()> {
-        let (tenant, collection) = (access.tenant(), access.collection());
-        let entry = self.root.collection_entry(tenant, collection)?;
-        let current = entry
-            .handle
-            .snapshot()
-            .memories
-            .get(id)
-            .cloned()
-            .ok_or_else(|| Error::MemoryNotFound {
-                collection: collection.clone(),
-                id: id.to_owned(),
-            })?;
-        let removed = current
-            .images
-            .get(index)
-            .cloned()
-            .ok_or_else(|| Error::ImageNotFound {
-                id: id.to_owned(),
-                index,
-            })?;
-        let change = MemoryChange {
-            images: Some(ImageChange::Remove(index)),
-            ..MemoryChange::default()
-        };
-        self.update(access, id, change).await?;
-        self.release(tenant, &[removed]).await;
-        Ok(())
-    }
-
-    async fn update(
-        &self,
-        access: &CollectionAccess<Write>,
-        id: &str,
-        change: MemoryChange,
-    ) -> Result<Arc<MemoryRecord>> {
-        let (tenant, collection) = (access.tenant(), access.collection());
-        let entry = self.root.collection_entry(tenant, collection)?;
-        let model = self.root.collection_model(tenant, collection);
-        let (id, at) = (id.to_owned(), self.root.now());
-        self.root
-            .call_collection(&entry.handle, |reply| CollectionMessage::Update {
-                id,
-                change,
-                model,
-                at,
-                reply,
-            })
-            .await
+        self.parts.memories.remove_image(access, id, index).await
     }
 
     /// The `images` entries as a read shows them: each stored file with a fresh presigned
@@ -866,7 +770,7 @@ impl Files {
             };
             let entry = SignedAttachment {
                 expires_at: url.as_ref().map(|_| {
-                    self.root.now()
+                    self.parts.clock.now()
                         + chrono::Duration::from_std(expiry).unwrap_or(chrono::Duration::zero())
                 }),
                 file_id: attachment.file_id,
@@ -891,7 +795,9 @@ impl Files {
     ) -> std::result::Result<url::Url, String> {
         let key = blob_key(tenant, &attachment.path).map_err(|error| error.to_string())?;
         let store = self
-            .holding_store(tenant, attachment.store.as_deref())
+            .parts
+            .placement
+            .holding(tenant, attachment.store.as_deref())
             .map_err(|error| error.to_string())?
             .ok_or_else(|| {
                 "the file is in a storage bucket that is no longer configured for this \
@@ -908,8 +814,20 @@ impl Files {
     /// checked.
     pub async fn download(&self, key: &str, expires: i64, signature: &str) -> Result<Download> {
         let key = self.verified_key(PresignMethod::Get, key, expires, signature)?;
-        let meta = self.platform().head(&key).await.map_err(blob_error)?;
-        let bytes = self.platform().get(&key).await.map_err(blob_error)?;
+        let meta = self
+            .parts
+            .placement
+            .platform()
+            .head(&key)
+            .await
+            .map_err(blob_error)?;
+        let bytes = self
+            .parts
+            .placement
+            .platform()
+            .get(&key)
+            .await
+            .map_err(blob_error)?;
         let filename = key.path().rsplit('/').next().unwrap_or("file").to_owned();
         Ok(Download {
             bytes,
@@ -936,7 +854,9 @@ impl Files {
             });
         }
         let content_type = content_type.unwrap_or(memvault_blobs::DEFAULT_CONTENT_TYPE);
-        self.platform()
+        self.parts
+            .placement
+            .platform()
             .put(&key, bytes, content_type)
             .await
             .map_err(storage_error)?;
@@ -950,341 +870,12 @@ impl Files {
         expires: i64,
         signature: &str,
     ) -> Result<BlobKey> {
-        let signer: &UrlSigner = &self.root.inner.blobs.signer;
+        let signer: &UrlSigner = self.parts.placement.signer();
         let key = BlobKey::parse(key).map_err(|_| Error::BadSignature)?;
         signer
             .verify_presigned(method, &key, expires, signature, Utc::now())
             .map_err(blob_error)?;
         Ok(key)
-    }
-
-    /// Deletes the blobs of these `images` entries that no memory of the tenant
-    /// references any more.
-    pub async fn release(&self, tenant: &TenantId, images: &[Value]) {
-        let candidates: Vec<Attachment> =
-            images.iter().filter_map(Attachment::from_value).collect();
-        if candidates.is_empty() {
-            return;
-        }
-        let referenced = self.referenced_files(tenant);
-        for attachment in candidates {
-            if !referenced.contains(&attachment.file_id) {
-                self.delete_blob(tenant, attachment.store.as_deref(), &attachment.path)
-                    .await;
-            }
-        }
-    }
-
-    /// Every file id a memory of the tenant references.
-    fn referenced_files(&self, tenant: &TenantId) -> HashSet<String> {
-        let mut referenced = HashSet::new();
-        let Ok(handle) = self.root.tenant_handle(tenant) else {
-            return referenced;
-        };
-        for entry in handle.snapshot().collections.values() {
-            for memory in entry.handle.snapshot().memories.values() {
-                for image in &memory.images {
-                    if let Some(id) = image.get("file_id").and_then(Value::as_str) {
-                        referenced.insert(id.to_owned());
-                    }
-                }
-            }
-        }
-        referenced
-    }
-
-    /// Deletes a blob from the store it was put in (nothing when that bucket is no
-    /// longer configured: memvault has no credentials for it).
-    async fn delete_blob(&self, tenant: &TenantId, store: Option<&str>, path: &str) {
-        let Ok(key) = blob_key(tenant, path) else {
-            return;
-        };
-        match self.holding_store(tenant, store) {
-            Ok(Some(holding)) => {
-                if let Err(error) = holding.delete(&key).await {
-                    tracing::warn!(%key, %error, "a file was not deleted");
-                }
-            }
-            Ok(None) => {
-                tracing::info!(%key, "a file in a bucket no longer configured is left there")
-            }
-            Err(error) => tracing::warn!(%key, %error, "a file was not deleted"),
-        }
-    }
-
-    /// Bytes stored for the tenant (files, uploads) in the platform's storage (a tenant's
-    /// own bucket is its own to count).
-    pub async fn stored_bytes(&self, tenant: &TenantId) -> Result<u64> {
-        let prefix = BlobPrefix::tenant(tenant).map_err(storage_error)?;
-        let entries = self.platform().list(&prefix).await.map_err(storage_error)?;
-        Ok(entries.iter().map(|entry| entry.size).sum())
-    }
-
-    /// Stores memories in writes of [`CHUNKS_PER_WRITE`]; their ids.
-    async fn store_chunks(
-        &self,
-        access: &CollectionAccess<Write>,
-        memories: Vec<NewMemory>,
-    ) -> Result<Vec<String>> {
-        let mut ids = Vec::with_capacity(memories.len());
-        let mut memories = memories.into_iter().peekable();
-        while memories.peek().is_some() {
-            let group: Vec<NewMemory> = memories.by_ref().take(CHUNKS_PER_WRITE).collect();
-            let created = self.root.memories().create(access, group).await?;
-            ids.extend(created.iter().map(|memory| memory.id.clone()));
-        }
-        Ok(ids)
-    }
-
-    /// Reads a staged file and turns it into memories (not stored).
-    async fn prepare_staged(
-        &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
-        staged: &StagedFile,
-        context: &FileContext,
-    ) -> std::result::Result<Prepared, Outcome> {
-        if let Some(existing) = self.duplicate_of(tenant, collection, &staged.sha256) {
-            return Err(Outcome::Duplicate {
-                note: format!(
-                    "the same file is stored already in this collection (file {})",
-                    existing.0
-                ),
-                memory_ids: existing.1,
-            });
-        }
-        let mut extracted = self
-            .root
-            .inner
-            .reader
-            .read(staged.bytes.clone(), &staged.filename)
-            .await
-            .map_err(|failure| Outcome::Failed {
-                code: failure.code,
-                reason: failure.reason,
-            })?;
-        if let (Kind::Audio(_), Some(endpoint)) = (staged.kind, &self.settings().transcription) {
-            // The configured endpoint's transcript wins over the offline model's.
-            match endpoint
-                .transcribe(staged.bytes.clone(), &staged.filename, staged.kind.mime())
-                .await
-            {
-                Ok(text) => {
-                    extracted.text = text;
-                    extracted.sections.clear();
-                    extracted.notes.retain(|note| {
-                        !note.starts_with("transcri") && !note.contains("Moonshine")
-                    });
-                    extracted.notes.push(format!(
-                        "transcribed by {} ({})",
-                        endpoint.base_url, endpoint.model
-                    ));
-                }
-                Err(reason) => extracted
-                    .notes
-                    .push(format!("the transcription endpoint failed: {reason}")),
-            }
-        }
-        if let (Kind::Image(_), Some(endpoint)) = (staged.kind, &self.settings().vision) {
-            match endpoint.caption(&staged.bytes, staged.kind.mime()).await {
-                Ok(caption) => {
-                    // Before the OCR text: the caption says what the image is.
-                    let prefix = format!("Caption: {caption}\n\n");
-                    extracted.text.insert_str(0, &prefix);
-                    for section in &mut extracted.sections {
-                        section.range =
-                            section.range.start + prefix.len()..section.range.end + prefix.len();
-                    }
-                    extracted.notes.push(format!(
-                        "captioned by {} ({})",
-                        endpoint.base_url, endpoint.model
-                    ));
-                }
-                Err(reason) => extracted.notes.push(format!("no caption: {reason}")),
-            }
-        }
-        memories_of(&self.chunker(), staged, extracted, context)
-    }
-
-    fn chunker(&self) -> Chunker {
-        let current = self.root.inner.embedders.current();
-        Chunker::new(current.token_counter(), current.max_tokens())
-    }
-
-    /// A file with this digest stored already in the collection: its id and memories.
-    fn duplicate_of(
-        &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
-        sha256: &str,
-    ) -> Option<(String, Vec<String>)> {
-        let entry = self.root.collection_entry(tenant, collection).ok()?;
-        let snapshot = entry.handle.snapshot();
-        let mut found: Option<(String, Vec<String>)> = None;
-        for memory in snapshot.memories.values() {
-            let same = memory.source == "file"
-                && memory.metadata.get("sha256").and_then(Value::as_str) == Some(sha256);
-            if !same {
-                continue;
-            }
-            let file_id = memory
-                .metadata
-                .get("file_id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            match &mut found {
-                Some((id, ids)) if *id == file_id => ids.push(memory.id.clone()),
-                Some(_) => {}
-                None => found = Some((file_id, vec![memory.id.clone()])),
-            }
-        }
-        found
-    }
-}
-
-/// How a file is turned into memories.
-struct FileContext {
-    /// One memory for the whole file (a folder upload), else one per chunk.
-    whole: bool,
-    /// Merged into every memory's metadata.
-    metadata: Map<String, Value>,
-    source: String,
-}
-
-impl FileContext {
-    fn plain() -> Self {
-        Self {
-            whole: false,
-            metadata: Map::new(),
-            source: "file".to_owned(),
-        }
-    }
-
-    fn whole() -> Self {
-        Self {
-            whole: true,
-            ..Self::plain()
-        }
-    }
-}
-
-/// Why a file gave no memories.
-enum Outcome {
-    Duplicate {
-        memory_ids: Vec<String>,
-        note: String,
-    },
-    Failed {
-        code: String,
-        reason: String,
-    },
-}
-
-/// The memories of an extracted file: one per chunk (or one for the whole file), each
-/// naming the file in its metadata and attaching the original.
-fn memories_of(
-    chunker: &Chunker,
-    staged: &StagedFile,
-    extracted: Extracted,
-    context: &FileContext,
-) -> std::result::Result<Prepared, Outcome> {
-    let max = memvault_types::limits::MEMORY_TEXT_MAX_CHARS;
-    let text = extracted.text.trim();
-    let notes = extracted.notes.clone();
-    let note = (!notes.is_empty()).then(|| notes.join("; "));
-    let mut pieces: Vec<(String, Option<Location>)> = if text.is_empty() {
-        Vec::new()
-    } else if context.whole {
-        vec![(cap_chars(text, max), None)]
-    } else {
-        chunker
-            .chunks(&extracted.text, &extracted.sections)
-            .into_iter()
-            .map(|chunk| (chunk.text, chunk.location))
-            .collect()
-    };
-    if pieces.is_empty() {
-        if !matches!(staged.kind, Kind::Image(_) | Kind::Audio(_)) {
-            return Err(Outcome::Failed {
-                code: "no_text".to_owned(),
-                reason: match &note {
-                    Some(note) => format!("no text was found in the file ({note})"),
-                    None => "no text was found in the file".to_owned(),
-                },
-            });
-        }
-        // A photo without text, or audio that was not transcribed: still a memory, with
-        // what is known of the file.
-        let mut description = format!("{} ({})", staged.filename, staged.kind.label());
-        if let Some(note) = &note {
-            description.push_str(&format!(": {note}"));
-        }
-        pieces.push((cap_chars(&description, max), None));
-    }
-    let preview = pieces
-        .first()
-        .map(|(text, _)| cap_chars(text, PREVIEW_CHARS));
-    let count = pieces.len();
-    let attachment = staged.attachment().to_value();
-    let memories = pieces
-        .into_iter()
-        .enumerate()
-        .map(|(index, (text, location))| {
-            let mut metadata = context.metadata.clone();
-            metadata.insert("file_id".to_owned(), json!(staged.file_id));
-            metadata.insert("filename".to_owned(), json!(staged.filename));
-            metadata.insert("file_type".to_owned(), json!(staged.kind.name()));
-            metadata.insert("content_type".to_owned(), json!(staged.kind.mime()));
-            metadata.insert("size".to_owned(), json!(staged.size));
-            metadata.insert("sha256".to_owned(), json!(staged.sha256));
-            metadata.insert("chunk_index".to_owned(), json!(index));
-            metadata.insert("chunk_count".to_owned(), json!(count));
-            if let Some(title) = &extracted.title {
-                metadata.insert("title".to_owned(), json!(cap_chars(title, 200)));
-            }
-            if let Some(location) = location {
-                insert_location(&mut metadata, &location);
-            }
-            if !notes.is_empty() {
-                metadata.insert("notes".to_owned(), json!(notes));
-            }
-            NewMemory {
-                text,
-                importance: 0.5,
-                category: "other".to_owned(),
-                source: context.source.clone(),
-                metadata,
-                container_tag: None,
-                images: vec![attachment.clone()],
-            }
-        })
-        .collect();
-    Ok(memvault_files::Prepared {
-        memories,
-        note,
-        preview,
-    })
-}
-
-fn insert_location(metadata: &mut Map<String, Value>, location: &Location) {
-    match location {
-        Location::Page { number } => {
-            metadata.insert("page".to_owned(), json!(number));
-        }
-        Location::Slide { number } => {
-            metadata.insert("slide".to_owned(), json!(number));
-        }
-        Location::Sheet { number, name } => {
-            metadata.insert("sheet".to_owned(), json!(number));
-            metadata.insert("sheet_name".to_owned(), json!(name));
-        }
-        Location::Chapter { number, .. } => {
-            metadata.insert("chapter".to_owned(), json!(number));
-        }
-        Location::Attachment { name, .. } => {
-            metadata.insert("attachment".to_owned(), json!(name));
-        }
     }
 }
 
@@ -1380,150 +971,6 @@ fn blob_name(filename: &str) -> String {
         "file".to_owned()
     } else {
         name.to_owned()
-    }
-}
-
-fn blob_key(tenant: &TenantId, path: &str) -> Result<BlobKey> {
-    BlobKey::new(tenant, path).map_err(storage_error)
-}
-
-fn storage_error(error: BlobError) -> Error {
-    Error::Blobs(error.to_string())
-}
-
-/// A blob error of a presigned request: the client's, or the storage's.
-fn blob_error(error: BlobError) -> Error {
-    match error {
-        BlobError::NotFound { .. } => Error::BlobNotFound,
-        BlobError::BadSignature | BlobError::InvalidKey { .. } => Error::BadSignature,
-        BlobError::Expired => Error::UrlExpired,
-        other => storage_error(other),
-    }
-}
-
-/// What ingest jobs run: the steps of one item.
-#[async_trait::async_trait]
-impl IngestItem for Files {
-    type Memory = NewMemory;
-
-    async fn prepare(
-        &self,
-        batch: &IngestBatchRecord,
-        item: &IngestItemRecord,
-    ) -> std::result::Result<std::result::Result<Prepared, ItemOutcome>, Failure> {
-        let files = self;
-        let Some(path) = &item.blob_path else {
-            return Err(Failure::internal("the file was not stored").permanent());
-        };
-        let key = blob_key(&batch.tenant_id, path).map_err(Failure::from)?;
-        let store = files
-            .holding_store(&batch.tenant_id, item.blob_store.as_deref())
-            .map_err(Failure::from)?
-            .ok_or_else(|| {
-                Failure::new(
-                    ErrorCode::StorageUnavailable,
-                    "the file was stored in a storage bucket that is no longer configured",
-                )
-                .permanent()
-            })?;
-        let bytes = store.get(&key).await.map_err(|error| {
-            Failure::new(
-                ErrorCode::StorageUnavailable,
-                format!("the stored file could not be read: {error}"),
-            )
-        })?;
-        let sha256 = hex::encode(Sha256::digest(&bytes));
-        let staged = StagedFile {
-            file_id: item.file_id.clone(),
-            filename: item.filename.clone(),
-            declared_type: item.declared_type.clone(),
-            path: path.clone(),
-            store: item.blob_store.clone(),
-            size: bytes.len() as u64,
-            sha256,
-            kind: FileReader::sniff(&bytes, &item.filename),
-            bytes,
-        };
-        let context = FileContext {
-            whole: false,
-            metadata: batch.metadata.clone(),
-            source: batch.source.clone(),
-        };
-        match files
-            .prepare_staged(&batch.tenant_id, &batch.collection, &staged, &context)
-            .await
-        {
-            Ok(prepared) => Ok(Ok(prepared)),
-            Err(Outcome::Duplicate { memory_ids, note }) => {
-                files
-                    .delete_blob(&batch.tenant_id, item.blob_store.as_deref(), path)
-                    .await;
-                Ok(Err(ItemOutcome::Done {
-                    memory_ids,
-                    note: Some(note),
-                }))
-            }
-            Err(Outcome::Failed { code, reason }) => {
-                let code = ErrorCode::ALL
-                    .iter()
-                    .copied()
-                    .find(|known| known.as_str() == code)
-                    .unwrap_or(ErrorCode::InvalidBody);
-                Err(Failure::new(code, reason).permanent())
-            }
-        }
-    }
-
-    async fn store(
-        &self,
-        batch: &IngestBatchRecord,
-        prepared: Prepared,
-    ) -> std::result::Result<Vec<String>, Failure> {
-        let files = self;
-        let access = CollectionAccess::resumed(
-            &batch.tenant_id,
-            &batch.created_by,
-            batch.collection.clone(),
-        );
-        files
-            .store_chunks(&access, prepared.memories)
-            .await
-            .map_err(Failure::from)
-    }
-
-    async fn forget_partial(
-        &self,
-        batch: &IngestBatchRecord,
-        item: &IngestItemRecord,
-    ) -> std::result::Result<(), Failure> {
-        let files = self;
-        let Ok(entry) = files
-            .root
-            .collection_entry(&batch.tenant_id, &batch.collection)
-        else {
-            return Ok(());
-        };
-        let ids: Vec<String> = entry
-            .handle
-            .snapshot()
-            .memories
-            .values()
-            .filter(|memory| {
-                memory.metadata.get("file_id").and_then(Value::as_str) == Some(&item.file_id)
-            })
-            .map(|memory| memory.id.clone())
-            .collect();
-        for id in ids {
-            files
-                .root
-                .call_collection(&entry.handle, |reply| CollectionMessage::Delete {
-                    id,
-                    reply,
-                })
-                .await
-                .map_err(Failure::from)?;
-        }
-        Ok(())
     }
 }
 

@@ -24,11 +24,15 @@ use memvault_storage::{
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::access::{CollectionAccess, Write};
-use super::settings::Settings;
-use super::Memvault;
-use crate::call::blocking;
-use crate::error::{Error, Result};
+use std::sync::Arc;
+
+use memvault_core::service::access::{CollectionAccess, Write};
+use memvault_core::{blocking, Error, Memvault, Result, Settings};
+use memvault_storage::crypto::SecretBox;
+use memvault_storage::Store;
+use memvault_types::clock::Clock;
+
+use crate::files::{Files, Incoming};
 use memvault_accounts::email::{
     allowlist, authenticated, hash_local_part, is_allowed, new_local_part, parse_message,
     recipient_local_parts, InboundMessage,
@@ -67,12 +71,37 @@ pub enum Inbound {
 /// Mail-in: see the module docs.
 #[derive(Clone)]
 pub struct Email {
-    pub(super) root: Memvault,
+    store: Arc<dyn Store>,
+    files: Files,
+    /// The tenants' settings: the allowlist is one of them.
+    settings: Settings,
+    secrets: Option<Arc<SecretBox>>,
+    clock: Arc<dyn Clock>,
+    domain: Arc<str>,
 }
 
 impl Email {
+    pub(crate) fn new(
+        service: &Memvault,
+        files: Files,
+        settings: memvault_accounts::email::EmailSettings,
+    ) -> Self {
+        Self {
+            store: service.store().clone(),
+            files,
+            settings: service.settings(),
+            secrets: service.secret_box(),
+            clock: service.clock(),
+            domain: settings.domain.into(),
+        }
+    }
+
     fn domain(&self) -> &str {
-        &self.root.inner.config.email.domain
+        &self.domain
+    }
+
+    fn secrets(&self) -> Result<&SecretBox> {
+        self.secrets.as_deref().ok_or(Error::EncryptionKeyMissing)
     }
 
     /// The tenant's drop address, created on first use.
@@ -98,7 +127,7 @@ impl Email {
 
     /// A new address (same domain and collection); the old one stops working at once.
     pub async fn rotate(&self, tenant: &TenantId) -> Result<DropAddress> {
-        let secrets = self.root.inner.intelligence.secrets()?.clone();
+        let secrets = self.secrets()?.clone();
         let record = self
             .change(tenant, move |current| {
                 let local = new_local_part();
@@ -114,11 +143,7 @@ impl Email {
 
     /// Who may send: the owner's list, or the account email when it never set one.
     pub fn senders(&self, tenant: &TenantId) -> Result<Vec<String>> {
-        let snapshot = self.root.tenant_handle(tenant)?.snapshot();
-        Ok(match &snapshot.settings.email_senders {
-            Some(senders) => senders.clone(),
-            None => vec![snapshot.record.email.trim().to_ascii_lowercase()],
-        })
+        self.settings.email_senders(tenant)
     }
 
     /// Replaces the allowlist (addresses and `@domain`s, at most 100).
@@ -129,14 +154,12 @@ impl Email {
     ) -> Result<Vec<String>> {
         let senders = allowlist(senders).map_err(Error::Invalid)?;
         let saved = senders.clone();
-        Settings {
-            root: self.root.clone(),
-        }
-        .update_settings(tenant, move |settings| TenantSettings {
-            email_senders: Some(saved),
-            ..settings.clone()
-        })
-        .await?;
+        self.settings
+            .update_settings(tenant, move |settings| TenantSettings {
+                email_senders: Some(saved),
+                ..settings.clone()
+            })
+            .await?;
         Ok(senders)
     }
 
@@ -153,9 +176,9 @@ impl Email {
             return Ok(dropped(None, "unknown_recipient"));
         };
         let tenant = address.tenant_id.clone();
-        let Ok(handle) = self.root.tenant_handle(&tenant) else {
+        if self.settings.check_tenant(&tenant).is_err() {
             return Ok(dropped(None, "unknown_recipient"));
-        };
+        }
         let Some(sender) = message.sender.clone() else {
             return Ok(dropped(Some(tenant), "sender_not_allowed"));
         };
@@ -168,17 +191,16 @@ impl Email {
         if message.parts.is_empty() {
             return Ok(dropped(Some(tenant), "empty_message"));
         }
-        drop(handle);
         let event_source = format!("email:{tenant}");
         let event_id = message
             .message_id
             .clone()
             .unwrap_or_else(|| format!("sha256:{}", hex::encode(Sha256::digest(&raw))));
         let (store, source, id, now) = (
-            self.root.inner.store.clone(),
+            self.store.clone(),
             event_source.clone(),
             event_id.clone(),
-            self.root.now(),
+            self.clock.now(),
         );
         if !blocking(move || store.record_event_once(&source, &id, now)).await? {
             return Ok(dropped(Some(tenant), "duplicate"));
@@ -191,7 +213,7 @@ impl Email {
             }),
             Err(error) => {
                 // Not taken after all: the relay's retry must find the message new.
-                let store = self.root.inner.store.clone();
+                let store = self.store.clone();
                 let _ = blocking(move || store.forget_event(&event_source, &event_id)).await;
                 Err(error)
             }
@@ -204,7 +226,7 @@ impl Email {
         address: &EmailAddressRecord,
         message: &InboundMessage,
     ) -> Result<String> {
-        let files = self.root.files();
+        let files = &self.files;
         let tenant = &address.tenant_id;
         let mut incoming = Vec::with_capacity(message.parts.len());
         for part in &message.parts {
@@ -225,8 +247,8 @@ impl Email {
                         let staged: Vec<_> = incoming
                             .iter()
                             .filter_map(|file| match file {
-                                crate::service::Incoming::Staged(staged) => Some(staged.clone()),
-                                crate::service::Incoming::Refused { .. } => None,
+                                Incoming::Staged(staged) => Some(staged.clone()),
+                                Incoming::Refused { .. } => None,
                             })
                             .collect();
                         files.discard(tenant, &staged).await;
@@ -255,7 +277,7 @@ impl Email {
             None => message.recipients.iter().map(String::as_str).collect(),
         };
         for local in recipient_local_parts(candidates, self.domain()) {
-            let (store, hash) = (self.root.inner.store.clone(), hash_local_part(&local));
+            let (store, hash) = (self.store.clone(), hash_local_part(&local));
             if let Some(record) = blocking(move || store.email_address_by_hash(&hash)).await? {
                 return Ok(Some(record));
             }
@@ -264,8 +286,8 @@ impl Email {
     }
 
     async fn current(&self, tenant: &TenantId) -> Result<Option<EmailAddressRecord>> {
-        self.root.tenant_handle(tenant)?;
-        let (store, owner) = (self.root.inner.store.clone(), tenant.clone());
+        self.settings.check_tenant(tenant)?;
+        let (store, owner) = (self.store.clone(), tenant.clone());
         blocking(move || store.email_address_of(&owner)).await
     }
 
@@ -301,7 +323,7 @@ impl Email {
 
     async fn replace(&self, record: &EmailAddressRecord, expected: Option<&str>) -> Result<bool> {
         let (store, record, expected) = (
-            self.root.inner.store.clone(),
+            self.store.clone(),
             record.clone(),
             expected.map(str::to_owned),
         );
@@ -309,22 +331,19 @@ impl Email {
     }
 
     fn new_record(&self, tenant: &TenantId) -> Result<EmailAddressRecord> {
-        let secrets = self.root.inner.intelligence.secrets()?;
+        let secrets = self.secrets()?;
         let local = new_local_part();
         Ok(EmailAddressRecord {
             tenant_id: tenant.clone(),
             local_hash: hash_local_part(&local),
             local_sealed: secrets.seal_str(&local),
             collection: CollectionName::parse(DEFAULT_COLLECTION).map_err(Error::Invalid)?,
-            created_at: self.root.now(),
+            created_at: self.clock.now(),
         })
     }
 
     fn view(&self, record: &EmailAddressRecord) -> Result<DropAddress> {
         let local = self
-            .root
-            .inner
-            .intelligence
             .secrets()?
             .open_string(&record.local_sealed)
             .map_err(|error| {

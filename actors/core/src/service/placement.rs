@@ -1,0 +1,168 @@
+//! Where a tenant's files live: the platform's store or the tenant's own bucket, the
+//! signer of memvault's own presigned URLs, the platform storage a tenant's tier counts,
+//! and the release of files no memory references any more.
+//!
+//! Core keeps this part of files because deleting memories (one, a collection, a sweep)
+//! releases the files they attached. Everything that puts files in (drops, uploads, mail)
+//! is `memvault-intake`, above core, through [`Placement`].
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use memvault_blobs::{BlobError, BlobKey, BlobPrefix, BlobStore, UrlSigner};
+use memvault_files::{Attachment, PlacedStore};
+use memvault_storage::{StorageConfigRecord, TenantId};
+use serde_json::Value;
+
+use super::Memvault;
+use crate::error::{Error, Result};
+
+/// Where files live: see the module docs.
+#[derive(Clone)]
+pub struct Placement {
+    pub(super) root: Memvault,
+}
+
+impl Placement {
+    /// The platform's store: where memvault's own presigned URLs point.
+    pub fn platform(&self) -> &Arc<dyn BlobStore> {
+        self.root.inner.stores.platform()
+    }
+
+    /// Signs and checks memvault's own presigned URLs.
+    pub fn signer(&self) -> &UrlSigner {
+        &self.root.inner.blobs.signer
+    }
+
+    /// Where the tenant's new files go: its own bucket when it configured one.
+    pub fn active(&self, tenant: &TenantId) -> Result<PlacedStore> {
+        let config = self.storage_config(tenant)?;
+        self.root
+            .inner
+            .stores
+            .active(tenant, config.as_ref(), self.root.secrets().ok())
+            .map_err(storage_error)
+    }
+
+    /// The store a file put in `store` is in; `None` when that bucket is no longer
+    /// configured (the file stays there, memvault cannot reach it).
+    pub fn holding(
+        &self,
+        tenant: &TenantId,
+        store: Option<&str>,
+    ) -> Result<Option<Arc<dyn BlobStore>>> {
+        let config = match store {
+            None => None,
+            Some(_) => self.storage_config(tenant)?,
+        };
+        self.root
+            .inner
+            .stores
+            .holding(tenant, store, config.as_ref(), self.root.secrets().ok())
+            .map_err(storage_error)
+    }
+
+    fn storage_config(&self, tenant: &TenantId) -> Result<Option<StorageConfigRecord>> {
+        Ok(self
+            .root
+            .tenant_handle(tenant)?
+            .snapshot()
+            .settings
+            .storage
+            .clone())
+    }
+
+    /// Refuses `bytes` more in the platform's storage when they would take the tenant
+    /// past its tier's limit.
+    pub async fn admit(&self, tenant: &TenantId, bytes: u64) -> Result<()> {
+        let growth = memvault_accounts::Growth::StorageBytes(bytes);
+        self.root.admit(tenant, growth).await
+    }
+
+    /// Adds freshly stored bytes to the tenant's count in the platform's storage.
+    pub fn note_stored(&self, tenant: &TenantId, bytes: u64) {
+        self.root.note_files_stored(tenant, bytes);
+    }
+
+    /// Deletes the blobs of these `images` entries that no memory of the tenant
+    /// references any more.
+    pub async fn release(&self, tenant: &TenantId, images: &[Value]) {
+        let candidates: Vec<Attachment> =
+            images.iter().filter_map(Attachment::from_value).collect();
+        if candidates.is_empty() {
+            return;
+        }
+        let referenced = self.referenced_files(tenant);
+        for attachment in candidates {
+            if !referenced.contains(&attachment.file_id) {
+                self.delete(tenant, attachment.store.as_deref(), &attachment.path)
+                    .await;
+            }
+        }
+    }
+
+    /// Every file id a memory of the tenant references.
+    fn referenced_files(&self, tenant: &TenantId) -> HashSet<String> {
+        let mut referenced = HashSet::new();
+        let Ok(handle) = self.root.tenant_handle(tenant) else {
+            return referenced;
+        };
+        for entry in handle.snapshot().collections.values() {
+            for memory in entry.handle.snapshot().memories.values() {
+                for image in &memory.images {
+                    if let Some(id) = image.get("file_id").and_then(Value::as_str) {
+                        referenced.insert(id.to_owned());
+                    }
+                }
+            }
+        }
+        referenced
+    }
+
+    /// Deletes a blob from the store it was put in (nothing when that bucket is no
+    /// longer configured: memvault has no credentials for it).
+    pub async fn delete(&self, tenant: &TenantId, store: Option<&str>, path: &str) {
+        let Ok(key) = blob_key(tenant, path) else {
+            return;
+        };
+        match self.holding(tenant, store) {
+            Ok(Some(holding)) => {
+                if let Err(error) = holding.delete(&key).await {
+                    tracing::warn!(%key, %error, "a file was not deleted");
+                }
+            }
+            Ok(None) => {
+                tracing::info!(%key, "a file in a bucket no longer configured is left there")
+            }
+            Err(error) => tracing::warn!(%key, %error, "a file was not deleted"),
+        }
+    }
+
+    /// Bytes stored for the tenant (files, uploads) in the platform's storage (a tenant's
+    /// own bucket is its own to count).
+    pub async fn stored_bytes(&self, tenant: &TenantId) -> Result<u64> {
+        let prefix = BlobPrefix::tenant(tenant).map_err(storage_error)?;
+        let entries = self.platform().list(&prefix).await.map_err(storage_error)?;
+        Ok(entries.iter().map(|entry| entry.size).sum())
+    }
+}
+
+/// The key of a tenant's file at `path`.
+pub fn blob_key(tenant: &TenantId, path: &str) -> Result<BlobKey> {
+    BlobKey::new(tenant, path).map_err(storage_error)
+}
+
+/// A storage failure.
+pub fn storage_error(error: BlobError) -> Error {
+    Error::Blobs(error.to_string())
+}
+
+/// A blob error of a presigned request: the client's, or the storage's.
+pub fn blob_error(error: BlobError) -> Error {
+    match error {
+        BlobError::NotFound { .. } => Error::BlobNotFound,
+        BlobError::BadSignature | BlobError::InvalidKey { .. } => Error::BadSignature,
+        BlobError::Expired => Error::UrlExpired,
+        other => storage_error(other),
+    }
+}
