@@ -93,7 +93,7 @@ impl JobKind for ExtractionJobs {
     fn pause_policy(&self) -> Option<PausePolicy> {
         Some(PausePolicy {
             after_failures: PAUSE_AFTER_UNREACHABLE,
-            pause_for: self.pause_for,
+            pause_for: Some(self.pause_for),
         })
     }
 

@@ -19,15 +19,17 @@ pub struct RetryPolicy {
     pub backoff: Backoff,
 }
 
-/// When a group of jobs stops for a while: after `after_failures` consecutive failures in
-/// the group, its jobs wait `pause_for`; the other groups run on. When the pause ends, one
-/// job of the group runs alone as the probe: if it fails the group is paused again at
-/// once, if it succeeds the group runs as before ([`crate::JobQueue::resume`] ends a pause
-/// early, for instance when the cause was a setting that changed).
+/// When a group of jobs stops: after `after_failures` consecutive failures in the group,
+/// its jobs wait; the other groups run on. With `pause_for`, the pause ends after that
+/// long and one job of the group runs alone as the probe: if it fails the group is paused
+/// again at once, if it succeeds the group runs as before. Without, the group stays
+/// paused until [`crate::JobQueue::resume`] (which also ends a timed pause early, for
+/// instance when the cause was a setting that changed) or a success reported with
+/// [`crate::JobQueue::report`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PausePolicy {
     pub after_failures: u32,
-    pub pause_for: Duration,
+    pub pause_for: Option<Duration>,
 }
 
 /// A job as the queue holds it: the kind's key (small: the job itself stays in the
@@ -96,6 +98,17 @@ pub trait JobKind: Send + Sync + 'static {
 
     /// Every job a previous run left unfinished, in the order to run them.
     async fn unfinished(&self) -> Result<Vec<Pending<Self::Key>>, Failure>;
+
+    /// The consecutive failures of each group as the kind stored them, so a count (and a
+    /// pause: a group at or over [`PausePolicy::after_failures`] starts paused) outlives a
+    /// restart. The default: none.
+    async fn failing_groups(&self) -> Result<Vec<(String, u32)>, Failure> {
+        Ok(Vec::new())
+    }
+
+    /// The group has just paused after `reason`: a kind whose pause is visible (a
+    /// connection's status) stores it. The default does nothing.
+    async fn paused(&self, _group: &str, _reason: &Failure) {}
 
     /// One attempt; `attempt` is 1-based. A kind whose attempts must count across a crash
     /// stores the attempt before it starts any work.

@@ -20,8 +20,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 
-use crate::kind::{JobKind, Outcome, Pending};
+use crate::kind::{JobKind, Outcome, PausePolicy, Pending};
 use crate::metrics::{Event, JobMetrics, JobMetricsSnapshot};
+use memvault_types::Failure;
 
 /// Bounds of the supervisor's tick, which starts jobs whose due time has come: half the
 /// kind's initial back-off, within these.
@@ -92,10 +93,15 @@ impl<K: JobKind> JobQueue<K> {
                 "resuming unfinished jobs"
             );
         }
+        let failing = kind
+            .failing_groups()
+            .await
+            .map_err(|error| JobError::Start(K::NAME, error.to_string()))?;
         let start = Start {
             kind,
             workers: workers.max(1),
             unfinished,
+            failing,
         };
         let answer = self
             .supervisor
@@ -144,6 +150,38 @@ impl<K: JobKind> JobQueue<K> {
             .map_err(|_| JobError::Stopped(K::NAME))
     }
 
+    /// Queues a job that has failed `attempts` times outside the queue (a manual run): it
+    /// runs after the kind's back-off for that many failures, stored through
+    /// [`JobKind::retry_at`].
+    pub fn submit_failed(&self, key: K::Key, attempts: u32) -> Result<(), JobError> {
+        self.supervisor
+            .cast(SupervisorMessage::SubmitFailed(key, attempts))
+            .map_err(|_| JobError::Stopped(K::NAME))
+    }
+
+    /// Counts work of `group` done outside the queue (a manual run a client waits for)
+    /// as its jobs count: a success ends the group's failures and any pause, a failure
+    /// counts toward the pause. Whether the group is paused now.
+    pub async fn report(
+        &self,
+        group: &str,
+        outcome: Result<(), Failure>,
+    ) -> Result<bool, JobError> {
+        let group = group.to_owned();
+        let answer = self
+            .supervisor
+            .call(
+                |reply| SupervisorMessage::Report(group, outcome, reply),
+                None,
+            )
+            .await
+            .map_err(|_| JobError::Stopped(K::NAME))?;
+        match answer {
+            ractor::rpc::CallResult::Success(paused) => Ok(paused),
+            _ => Err(JobError::Stopped(K::NAME)),
+        }
+    }
+
     /// Whether the queue's supervisor is alive (the operator's watch of it).
     pub fn is_running(&self) -> bool {
         matches!(
@@ -165,9 +203,9 @@ enum Settled<Key> {
     /// Finished successfully.
     Done,
     /// Failed; stored to run again at its due time.
-    Again(Pending<Key>),
+    Again(Pending<Key>, Failure),
     /// Failed for good.
-    Failed,
+    Failed(Failure),
 }
 
 /// Carries out an attempt's outcome through the kind: a retry is stored with its due
@@ -187,11 +225,11 @@ async fn settle<K: JobKind>(
             tracing::info!(kind = K::NAME, job = ?pending.key, %reason, "job deferred: what it needs is down");
             kind.retry_at(&pending.key, pending.attempts, due, &reason)
                 .await;
-            return Settled::Again(Pending { due, ..pending });
+            return Settled::Again(Pending { due, ..pending }, reason);
         }
         Outcome::Failed(reason) => {
             tracing::warn!(kind = K::NAME, job = ?pending.key, attempts, %reason, "job failed");
-            return Settled::Failed;
+            return Settled::Failed(reason);
         }
         Outcome::Retry(reason) => reason,
     };
@@ -199,7 +237,7 @@ async fn settle<K: JobKind>(
     if attempts >= policy.max_attempts {
         tracing::warn!(kind = K::NAME, job = ?pending.key, attempts, %reason, "job given up");
         kind.give_up(&pending.key, attempts, &reason).await;
-        return Settled::Failed;
+        return Settled::Failed(reason);
     }
     let wait = policy.backoff.delay(attempts);
     let due = Utc::now() + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::hours(1));
@@ -212,11 +250,25 @@ async fn settle<K: JobKind>(
         "job attempt failed; will retry"
     );
     kind.retry_at(&pending.key, attempts, due, &reason).await;
-    Settled::Again(Pending {
-        key: pending.key,
-        attempts,
-        due,
-    })
+    Settled::Again(
+        Pending {
+            key: pending.key,
+            attempts,
+            due,
+        },
+        reason,
+    )
+}
+
+/// When a pause that begins now ends: after the policy's `pause_for`, or never (until
+/// resumed).
+fn pause_end(policy: &PausePolicy) -> DateTime<Utc> {
+    match policy.pause_for {
+        Some(pause) => {
+            Utc::now() + chrono::Duration::from_std(pause).unwrap_or(chrono::Duration::hours(1))
+        }
+        None => DateTime::<Utc>::MAX_UTC,
+    }
 }
 
 /// What [`JobQueue::run`] gives the supervisor.
@@ -224,6 +276,8 @@ struct Start<K: JobKind> {
     kind: Arc<K>,
     workers: usize,
     unfinished: Vec<Pending<K::Key>>,
+    /// Consecutive failures by group when the process stopped.
+    failing: Vec<(String, u32)>,
 }
 
 enum StartError {
@@ -236,6 +290,8 @@ enum SupervisorMessage<K: JobKind> {
     Start(Start<K>, ractor::RpcReplyPort<Result<(), StartError>>),
     /// A persisted job to queue.
     Submit(Pending<K::Key>),
+    /// A job that failed this many times outside the queue.
+    SubmitFailed(K::Key, u32),
     /// A worker settled its job and is idle again.
     Finished {
         worker: ActorId,
@@ -247,6 +303,8 @@ enum SupervisorMessage<K: JobKind> {
     StartWorker,
     /// End the group's pause now.
     Resume(String),
+    /// Work of a group done outside the queue; answers whether the group is paused.
+    Report(String, Result<(), Failure>, ractor::RpcReplyPort<bool>),
 }
 
 struct JobSupervisor<K>(PhantomData<fn() -> K>);
@@ -371,49 +429,76 @@ impl<K: JobKind> SupervisorState<K> {
             .set_gauges(self.waiting.len(), self.busy.len(), paused);
     }
 
-    /// Counts a settled job against its group, pausing the group when the kind says so.
-    fn record(&mut self, key: &K::Key, settled: Settled<K::Key>) {
+    /// Counts a settled job against its group; the group and the reason when it has just
+    /// paused (for [`JobKind::paused`]).
+    fn record(&mut self, key: &K::Key, settled: Settled<K::Key>) -> Option<(String, Failure)> {
+        let kind = self.kind.clone()?;
+        let group = kind.group(key);
+        let reason = match settled {
+            Settled::Done => {
+                self.metrics.count(Event::Done);
+                self.succeeded(&group);
+                return None;
+            }
+            Settled::Again(pending, reason) => {
+                self.metrics.count(Event::Retried);
+                self.enqueue(pending);
+                reason
+            }
+            Settled::Failed(reason) => {
+                self.metrics.count(Event::Failed);
+                reason
+            }
+        };
+        self.failed(&group).then_some((group, reason))
+    }
+
+    /// A success of the group: its failures are forgotten and its pause, if any, ends
+    /// (its held jobs are due now).
+    fn succeeded(&mut self, group: &str) {
+        let Some(state) = self.groups.remove(group) else {
+            return;
+        };
+        if state.paused_until.is_none() {
+            return;
+        }
         let Some(kind) = self.kind.clone() else {
             return;
         };
-        let group_name = kind.group(key);
-        let failed = match settled {
-            Settled::Done => {
-                self.metrics.count(Event::Done);
-                self.groups.remove(&group_name);
-                return;
+        tracing::info!(kind = K::NAME, %group, "job group resumed");
+        let now = Utc::now();
+        let held: Vec<_> = std::mem::take(&mut self.waiting).into_values().collect();
+        for mut pending in held {
+            if kind.group(&pending.key) == group {
+                pending.due = pending.due.min(now);
             }
-            Settled::Again(pending) => {
-                self.metrics.count(Event::Retried);
-                self.enqueue(pending);
-                true
-            }
-            Settled::Failed => {
-                self.metrics.count(Event::Failed);
-                true
-            }
+            self.enqueue(pending);
+        }
+    }
+
+    /// A failure of the group; whether it has just paused under the kind's policy.
+    fn failed(&mut self, name: &str) -> bool {
+        let Some(policy) = self.kind.as_ref().and_then(|kind| kind.pause_policy()) else {
+            return false;
         };
-        let Some(policy) = kind.pause_policy().filter(|_| failed) else {
-            return;
-        };
-        let group = self.groups.entry(group_name.clone()).or_default();
+        let group = self.groups.entry(name.to_owned()).or_default();
         group.failures += 1;
         let probe_failed = group.probing;
         group.probing = false;
         group.probe_running = false;
-        if probe_failed || group.failures >= policy.after_failures {
-            group.failures = 0;
-            let pause =
-                chrono::Duration::from_std(policy.pause_for).unwrap_or(chrono::Duration::hours(1));
-            group.paused_until = Some(Utc::now() + pause);
-            self.metrics.count(Event::Pause);
-            tracing::warn!(
-                kind = K::NAME,
-                group = %group_name,
-                pause_ms = policy.pause_for.as_millis() as u64,
-                "job group paused after consecutive failures"
-            );
+        if !probe_failed && group.failures < policy.after_failures {
+            return false;
         }
+        group.failures = 0;
+        group.paused_until = Some(pause_end(&policy));
+        self.metrics.count(Event::Pause);
+        tracing::warn!(
+            kind = K::NAME,
+            group = %name,
+            pause_ms = policy.pause_for.map(|pause| pause.as_millis() as u64),
+            "job group paused after consecutive failures"
+        );
+        true
     }
 
     /// Takes the kind: starts its workers and its tick, and queues its unfinished jobs
@@ -431,6 +516,16 @@ impl<K: JobKind> SupervisorState<K> {
                 .await
                 .map_err(|error| StartError::Workers(error.to_string()))?;
             self.idle.push(worker);
+        }
+        if let Some(policy) = start.kind.pause_policy() {
+            for (name, failures) in start.failing {
+                let group = self.groups.entry(name).or_default();
+                if failures >= policy.after_failures {
+                    group.paused_until = Some(pause_end(&policy));
+                } else {
+                    group.failures = failures;
+                }
+            }
         }
         for pending in start.unfinished {
             let queued = self
@@ -455,6 +550,13 @@ impl<K: JobKind> SupervisorState<K> {
         }));
         self.kind = Some(start.kind);
         Ok(())
+    }
+
+    /// Lets the kind store a pause that has just begun.
+    async fn tell_paused(&self, paused: Option<(String, Failure)>) {
+        if let (Some((group, reason)), Some(kind)) = (paused, &self.kind) {
+            kind.paused(&group, &reason).await;
+        }
     }
 
     fn schedule_worker_start(&mut self, myself: &ActorRef<SupervisorMessage<K>>) {
@@ -546,26 +648,40 @@ impl<K: JobKind> Actor for JobSupervisor<K> {
                 let _ = reply.send(started);
             }
             SupervisorMessage::Submit(pending) => state.enqueue(pending),
+            SupervisorMessage::SubmitFailed(key, attempts) => {
+                if let Some(kind) = state.kind.clone() {
+                    let wait = kind.policy().backoff.delay(attempts.max(1));
+                    let due = Utc::now()
+                        + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::hours(1));
+                    let reason = Failure::internal("failed outside the queue");
+                    kind.retry_at(&key, attempts, due, &reason).await;
+                    state.enqueue(Pending { key, attempts, due });
+                }
+            }
             SupervisorMessage::Finished { worker, settled } => {
                 if let Some((worker, pending)) = state.busy.remove(&worker) {
                     state.idle.push(worker);
-                    state.record(&pending.key, settled);
+                    let paused = state.record(&pending.key, settled);
+                    state.tell_paused(paused).await;
                 }
             }
             SupervisorMessage::Tick => {}
             SupervisorMessage::Resume(group) => {
-                if let (Some(_), Some(kind)) = (state.groups.remove(&group), state.kind.clone()) {
-                    tracing::info!(kind = K::NAME, %group, "job group resumed");
-                    // Its jobs held to the pause's end are due now.
-                    let now = Utc::now();
-                    let held: Vec<_> = std::mem::take(&mut state.waiting).into_values().collect();
-                    for mut pending in held {
-                        if kind.group(&pending.key) == group {
-                            pending.due = pending.due.min(now);
-                        }
-                        state.enqueue(pending);
+                state.succeeded(&group);
+            }
+            SupervisorMessage::Report(group, outcome, reply) => {
+                match outcome {
+                    Ok(()) => state.succeeded(&group),
+                    Err(reason) => {
+                        let paused = state.failed(&group).then(|| (group.clone(), reason));
+                        state.tell_paused(paused).await;
                     }
                 }
+                let paused = state
+                    .groups
+                    .get(&group)
+                    .is_some_and(|group| group.paused_until.is_some());
+                let _ = reply.send(paused);
             }
             SupervisorMessage::StartWorker => {
                 let Some(kind) = state.kind.clone() else {
@@ -607,7 +723,8 @@ impl<K: JobKind> Actor for JobSupervisor<K> {
                 "the worker died: {reason}"
             )));
             let settled = settle(&*kind, pending, outcome).await;
-            state.record(&key, settled);
+            let paused = state.record(&key, settled);
+            state.tell_paused(paused).await;
         }
         state.schedule_worker_start(&myself);
         state.dispatch();

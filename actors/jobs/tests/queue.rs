@@ -43,6 +43,10 @@ struct Scripted {
     pause: Option<PausePolicy>,
     /// Groups whose dependency is down: their jobs are deferred.
     down: Mutex<std::collections::HashSet<String>>,
+    /// Consecutive failures by group as "stored" before the queue started.
+    failing: Vec<(String, u32)>,
+    /// Groups the queue said have paused, with the reason.
+    paused: Mutex<Vec<(String, String)>>,
 }
 
 impl Scripted {
@@ -95,6 +99,15 @@ impl JobKind for Scripted {
 
     async fn unfinished(&self) -> Result<Vec<Pending<String>>, Failure> {
         Ok(self.unfinished.lock().unwrap().clone())
+    }
+
+    async fn failing_groups(&self) -> Result<Vec<(String, u32)>, Failure> {
+        Ok(self.failing.clone())
+    }
+
+    async fn paused(&self, group: &str, reason: &Failure) {
+        let entry = (group.to_owned(), reason.to_string());
+        self.paused.lock().unwrap().push(entry);
     }
 
     async fn run(&self, key: &String, attempt: u32) -> Outcome {
@@ -285,7 +298,7 @@ async fn a_group_that_keeps_failing_pauses_and_the_others_run_on() {
     let kind = Arc::new(Scripted {
         pause: Some(PausePolicy {
             after_failures: 2,
-            pause_for: Duration::from_millis(300),
+            pause_for: Some(Duration::from_millis(300)),
         }),
         ..Scripted::default()
     });
@@ -337,7 +350,7 @@ async fn a_group_whose_dependency_is_down_pauses_is_probed_and_loses_nothing() {
     let kind = Arc::new(Scripted {
         pause: Some(PausePolicy {
             after_failures: 3,
-            pause_for: Duration::from_millis(300),
+            pause_for: Some(Duration::from_millis(300)),
         }),
         ..Scripted::default()
     });
@@ -382,7 +395,7 @@ async fn resume_ends_a_pause_at_once() {
     let kind = Arc::new(Scripted {
         pause: Some(PausePolicy {
             after_failures: 1,
-            pause_for: Duration::from_secs(3600),
+            pause_for: Some(Duration::from_secs(3600)),
         }),
         ..Scripted::default()
     });
@@ -398,5 +411,62 @@ async fn resume_ends_a_pause_at_once() {
     })
     .await;
     assert_eq!(queue.metrics().paused_groups, 0);
+    queue.stop().await;
+}
+
+#[tokio::test]
+async fn a_pause_without_an_end_holds_the_group_until_a_reported_success() {
+    let kind = Arc::new(Scripted {
+        pause: Some(PausePolicy {
+            after_failures: 2,
+            pause_for: None,
+        }),
+        ..Scripted::default()
+    });
+    kind.script("a/1", &[Step::Fail, Step::Fail, Step::Succeed]);
+    let queue = JobQueue::start(kind.clone(), 1).await.unwrap();
+    queue.submit("a/1".to_owned()).unwrap();
+    until("the group paused", || queue.metrics().paused_groups == 1).await;
+    let paused = kind.paused.lock().unwrap().clone();
+    assert_eq!(
+        paused,
+        vec![("a".to_owned(), "attempt 2 failed".to_owned())]
+    );
+    // Held: well past the back-off (40 ms at most), the third attempt has not started.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(kind.record("a/1").started, 2);
+    // Work of another group runs on.
+    queue.submit("b/1".to_owned()).unwrap();
+    until("b done", || kind.record("b/1").state == "done").await;
+    // A failure reported from outside keeps it paused; a success ends the pause.
+    let failure = Failure::internal("a manual run failed");
+    assert!(queue.report("a", Err(failure)).await.unwrap());
+    assert!(!queue.report("a", Ok(())).await.unwrap());
+    until("a done", || kind.record("a/1").state == "done").await;
+    assert_eq!(queue.metrics().paused_groups, 0);
+    queue.stop().await;
+}
+
+#[tokio::test]
+async fn failures_stored_before_a_restart_count_toward_the_pause() {
+    let kind = Arc::new(Scripted {
+        pause: Some(PausePolicy {
+            after_failures: 3,
+            pause_for: None,
+        }),
+        failing: vec![("a".to_owned(), 3), ("b".to_owned(), 2)],
+        ..Scripted::default()
+    });
+    let queue = JobQueue::start(kind.clone(), 1).await.unwrap();
+    // "a" starts paused; "b" pauses at its next failure, reported from outside.
+    assert_eq!(queue.metrics().paused_groups, 1);
+    queue.submit("a/1".to_owned()).unwrap();
+    let failure = Failure::internal("failed again");
+    assert!(queue.report("b", Err(failure)).await.unwrap());
+    assert_eq!(kind.paused.lock().unwrap().len(), 1, "b's pause was told");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(kind.record("a/1").started, 0, "a paused group's job waits");
+    queue.resume("a").unwrap();
+    until("a done", || kind.record("a/1").state == "done").await;
     queue.stop().await;
 }

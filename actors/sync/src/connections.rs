@@ -27,7 +27,8 @@ use memvault_core::memory::{MemoryPatch, NewMemory};
 use memvault_core::service::{CollectionAccess, Read, Write};
 use memvault_core::{blocking, Agent, Error, Memvault, Result};
 
-use crate::settings::{self, AUTO_PAUSE_AFTER, RUNS_KEPT};
+use crate::jobs::group_of;
+use crate::settings::{self, RUNS_KEPT};
 use crate::Runtime;
 
 /// The longest interval a connection may ask for: a week.
@@ -380,6 +381,8 @@ impl Connections {
         let (tenant, wanted) = (agent.tenant_id.clone(), id.to_owned());
         let removed = blocking(move || store.delete_connection(&tenant, &wanted)).await?;
         self.runtime.locks.forget(id);
+        // A retry held by the connection's pause runs now, finds it gone, and is done.
+        let _ = self.runtime.queue.resume(&group_of(&agent.tenant_id, id));
         if removed {
             Ok(())
         } else {
@@ -409,7 +412,77 @@ impl Connections {
                 return Ok(outcome);
             }
         }
-        self.run(record, "manual").await
+        let mut outcome = self.run(record, "manual").await?;
+        // A manual run counts like a scheduled one toward the connection's pause, and
+        // its success ends a pause.
+        let result = match outcome.status {
+            ConnectionStatus::Active => Ok(()),
+            status => Err(Failure::new(
+                ErrorCode::ConnectorUpstreamFailed,
+                format!("the sync ended {}", status.as_str()),
+            )),
+        };
+        let failed = result.is_err();
+        let group = group_of(&agent.tenant_id, id);
+        let paused = self.runtime.queue.report(&group, result).await;
+        if paused.as_ref().is_ok_and(|paused| *paused) {
+            outcome.status = ConnectionStatus::Paused;
+        } else if failed && self.runtime.queued.claim(id) {
+            // Not paused yet: the sync job tries again after its back-off.
+            let key = (agent.tenant_id.clone(), id.to_owned());
+            let failures = self.load(&agent.tenant_id, id).await?.consecutive_failures;
+            if self.runtime.queue.submit_failed(key, failures).is_err() {
+                self.runtime.queued.release(id);
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// A failed connection's next try, as the sync job's back-off set it.
+    pub(crate) async fn retry_at(&self, tenant: &TenantId, id: &str, due: DateTime<Utc>) {
+        self.change(tenant, id, move |record| {
+            if record.status == ConnectionStatus::Error {
+                record.next_sync_at = Some(due);
+            }
+        })
+        .await;
+    }
+
+    /// The connection's group has paused after its consecutive failures: its status
+    /// says so, unless a run succeeded meanwhile.
+    pub(crate) async fn mark_paused(&self, group: &str) {
+        let Some((tenant, id)) = group.split_once('/') else {
+            return;
+        };
+        let tenant = TenantId::from_stored(tenant);
+        self.change(&tenant, id, |record| {
+            if record.consecutive_failures > 0 {
+                record.status = ConnectionStatus::Paused;
+            }
+        })
+        .await;
+    }
+
+    /// Changes the stored connection in place (nothing when it is gone).
+    async fn change(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+        change: impl FnOnce(&mut ConnectionRecord) + Send + 'static,
+    ) {
+        let store = self.store();
+        let (tenant, id) = (tenant.clone(), id.to_owned());
+        let changed = blocking(move || {
+            let Some(mut record) = store.connection(&tenant, &id)? else {
+                return Ok(());
+            };
+            change(&mut record);
+            store.put_connection(&record)
+        })
+        .await;
+        if let Err(error) = changed {
+            tracing::warn!(%error, "a connection's sync state was not stored");
+        }
     }
 
     /// One run of the connection under its lock; its outcome is left for the callers that
@@ -473,14 +546,14 @@ impl Connections {
                 run.status = "error".to_owned();
                 run.error = Some(message.clone());
                 record.consecutive_failures += 1;
-                record.status = if record.consecutive_failures >= AUTO_PAUSE_AFTER {
-                    ConnectionStatus::Paused
-                } else {
-                    ConnectionStatus::Error
-                };
+                // Paused stays paused; when to pause, and when to retry, is the sync
+                // job's (see `jobs`): until then the next try is the regular one.
+                if record.status != ConnectionStatus::Paused {
+                    record.status = ConnectionStatus::Error;
+                }
                 record.last_error = Some(message);
                 record.last_sync_at = Some(finished);
-                record.next_sync_at = Some(settings::retry_due(&record, finished));
+                record.next_sync_at = Some(settings::next_due(&record, finished));
             }
         }
         record.updated_at = finished;

@@ -11,12 +11,13 @@
 //! # Layout
 //!
 //! - [`settings`]: [`ConnectorSettings`] from `[connectors]`, the provider catalog, and
-//!   when a connection is due (its interval, [`SYNC_RETRY`] after a failure, at once when
-//!   a checkpoint is left).
+//!   when a connection is due (its interval, at once when a checkpoint is left).
 //! - [`connections`]: [`Connections`], the use cases, a run (credentials opened, an OAuth
-//!   token renewed, the engine run with the sink, the run and status recorded, paused
-//!   after [`settings::AUTO_PAUSE_AFTER`] failures), and `ConnectionSink`.
-//! - [`jobs`]: [`ConnectorSyncs`], connector sync as a job kind.
+//!   token renewed, the engine run with the sink, the run and status recorded), and
+//!   `ConnectionSink`.
+//! - [`jobs`]: [`ConnectorSyncs`], connector sync as a job kind: retries after
+//!   [`SYNC_RETRY`], the pause after [`settings::AUTO_PAUSE_AFTER`] consecutive failures
+//!   (manual runs included) until a manual sync succeeds.
 
 pub mod connections;
 pub mod jobs;
@@ -64,7 +65,8 @@ pub async fn start(service: &Memvault, settings: ConnectorSettings) -> Result<Co
         root: service.clone(),
         runtime: runtime.clone(),
     };
-    let kind = ConnectorSyncs::new(connections.clone(), runtime.queued.clone());
+    let retry = runtime.settings.retry;
+    let kind = ConnectorSyncs::new(connections.clone(), runtime.queued.clone(), retry);
     runtime
         .queue
         .run(Arc::new(kind), workers)

@@ -13,8 +13,8 @@ use rand::Rng;
 
 use memvault_types::Backoff;
 
-/// The wait before a failed connection is synced again, by consecutive failures: 1, 2,
-/// 4, ... minutes, never longer than the connection's interval (and jittered).
+/// The sync job's back-off: the wait before a failed connection is synced again, by
+/// consecutive failures: 1, 2, 4, ... minutes, at most an hour.
 pub const SYNC_RETRY: Backoff = Backoff::new(Duration::from_secs(60), Duration::from_secs(3600));
 
 /// Consecutive failed syncs after which a connection is paused (SPEC: Limits).
@@ -47,6 +47,8 @@ pub struct ConnectorSettings {
     pub max_pages_per_run: u64,
     /// Runs at once across the server.
     pub concurrent_runs: usize,
+    /// The sync job's back-off after a failure ([`SYNC_RETRY`]; tests shorten it).
+    pub retry: Backoff,
     /// How long an OAuth start's state stays valid.
     pub oauth_state_ttl: Duration,
     /// `server.public_url`: the OAuth callbacks and the dashboard are under it.
@@ -96,6 +98,7 @@ impl Default for ConnectorSettings {
             reconcile_every: Duration::from_secs(24 * 3600),
             max_pages_per_run: 0,
             concurrent_runs: 4,
+            retry: SYNC_RETRY,
             oauth_state_ttl: Duration::from_secs(600),
             public_url: "http://127.0.0.1:8420".to_owned(),
             catalog: ProviderCatalog::BUILT_IN,
@@ -134,16 +137,6 @@ pub fn interval_of(connection: &ConnectionRecord) -> Duration {
 pub fn next_due(connection: &ConnectionRecord, now: DateTime<Utc>) -> DateTime<Utc> {
     let roll: f64 = rand::thread_rng().gen_range(0.9..1.1);
     now + chrono::Duration::from_std(interval_of(connection).mul_f64(roll)).unwrap_or_default()
-}
-
-/// After a failure: the sync job's back-off ([`SYNC_RETRY`]: 1, 2, 4, ... minutes by
-/// consecutive failures), never later than the interval, with jitter.
-pub fn retry_due(connection: &ConnectionRecord, now: DateTime<Utc>) -> DateTime<Utc> {
-    let wait = SYNC_RETRY
-        .delay(connection.consecutive_failures)
-        .min(interval_of(connection));
-    let roll: f64 = rand::thread_rng().gen_range(0.5..1.0);
-    now + chrono::Duration::from_std(wait.mul_f64(roll)).unwrap_or_default()
 }
 
 /// Whether the scheduler syncs the connection now: it is active or in error (not paused),
@@ -219,7 +212,7 @@ mod tests {
     }
 
     #[test]
-    fn schedules_follow_the_interval_with_jitter_and_retries_back_off() {
+    fn schedules_follow_the_interval_with_jitter() {
         let now = Utc::now();
         let mut record = connection(ConnectionStatus::Active, false, 0);
         for _ in 0..50 {
@@ -229,13 +222,6 @@ mod tests {
                 "10 minutes give or take 10 %: {wait}"
             );
         }
-        record.consecutive_failures = 1;
-        assert!((retry_due(&record, now) - now).num_seconds() <= 60);
-        record.consecutive_failures = 10;
-        assert!(
-            (retry_due(&record, now) - now).num_seconds() <= 600,
-            "never later than the interval"
-        );
         record.config = json!({});
         assert_eq!(
             interval_of(&record),

@@ -1,12 +1,14 @@
 //! Connector runs under supervision, without HTTP: a provider that panics gives a failed
-//! run with its reason and counts toward the pause like any failure; a "sync now" while a
-//! run is in progress joins that run instead of walking the provider again.
+//! run with its reason and counts toward the pause like any failure; scheduled runs that
+//! fail are retried by the sync job's back-off and paused after five, a pause that
+//! outlives a restart and ends with a manual success; a "sync now" while a run is in
+//! progress joins that run instead of walking the provider again.
 
 // The service's test support (a length embedder), shared with core's own tests.
 #[path = "../../core/tests/support/mod.rs"]
 mod support;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,6 +61,44 @@ impl Provider for PanickingProvider {
     }
 }
 
+/// Whether [`FlakyProvider`]'s source answers.
+static FLAKY_HEALTHY: AtomicBool = AtomicBool::new(false);
+
+/// A Notion stand-in whose source is down until the test says otherwise.
+struct FlakyProvider;
+
+#[async_trait]
+impl Provider for FlakyProvider {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Notion
+    }
+
+    fn overlap(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    fn validate(&self, _config: &Value, _credentials: &Credentials) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn changes(
+        &self,
+        _cx: &Context<'_>,
+        _window: &Window,
+        _page: Option<&str>,
+    ) -> Result<Page, ProviderError> {
+        if FLAKY_HEALTHY.load(Ordering::SeqCst) {
+            Ok(Page::default())
+        } else {
+            Err(ProviderError::Invalid("the source is down".to_owned()))
+        }
+    }
+
+    async fn ids(&self, _cx: &Context<'_>, _page: Option<&str>) -> Result<IdPage, ProviderError> {
+        Ok(IdPage::default())
+    }
+}
+
 /// A HubSpot stand-in whose walk takes a while and finds nothing.
 struct SlowProvider;
 
@@ -96,17 +136,33 @@ fn scripted(kind: ProviderKind) -> &'static dyn Provider {
     match kind {
         ProviderKind::Linear => &PanickingProvider,
         ProviderKind::Hubspot => &SlowProvider,
+        ProviderKind::Notion => &FlakyProvider,
         other => memvault_connectors::providers::provider(other),
     }
 }
 
+/// The service's sealing key, the same across restarts (connections' credentials).
+const KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+
 async fn start(directory: &std::path::Path) -> (Memvault, Connections, Agent) {
+    // The scheduler and the retries stay out of the way: these tests drive every run.
+    let (tick, retry) = (Duration::from_secs(3600), Duration::from_secs(3600));
+    start_with(directory, tick, retry).await
+}
+
+/// Started with the scheduler's `tick` and the sync job's back-off from `retry` to four
+/// times it.
+async fn start_with(
+    directory: &std::path::Path,
+    tick: Duration,
+    retry: Duration,
+) -> (Memvault, Connections, Agent) {
     let mut config = ServiceConfig::default();
-    config.intelligence.secrets = Some(Arc::new(SecretBox::generate()));
+    config.intelligence.secrets = Some(Arc::new(SecretBox::from_key_material(KEY).unwrap()));
     let settings = ConnectorSettings {
         catalog: ProviderCatalog(scripted),
-        // The scheduler stays out of the way: these tests drive every run.
-        tick: Duration::from_secs(3600),
+        tick,
+        retry: memvault_types::Backoff::new(retry, retry * 4),
         ..ConnectorSettings::default()
     };
     let embedder = EmbeddingService::start(Arc::new(support::LengthEmbedder), 16);
@@ -120,8 +176,17 @@ async fn start(directory: &std::path::Path) -> (Memvault, Connections, Agent) {
         tier: "free".to_owned(),
         admin: false,
     };
-    let (_, key) = service.tenants().create(tenant).await.unwrap();
-    let agent = service.authorizer().authenticate(&key).unwrap();
+    let agent = match service.tenants().create(tenant).await {
+        Ok((_, key)) => {
+            std::fs::write(directory.join("test-key"), &key).unwrap();
+            service.authorizer().authenticate(&key).unwrap()
+        }
+        // Started again on the same store: the tenant is there.
+        Err(_) => {
+            let key = std::fs::read_to_string(directory.join("test-key")).unwrap();
+            service.authorizer().authenticate(&key).unwrap()
+        }
+    };
     let connections = memvault_sync::start(&service, settings).await.unwrap();
     (service, connections, agent)
 }
@@ -214,5 +279,54 @@ async fn sync_now_during_a_run_joins_it_instead_of_walking_again() {
     let third = connections.sync(&agent, &id).await.unwrap();
     assert_ne!(third.run.id, first.run.id);
     assert_eq!(SLOW_WALKS.load(Ordering::SeqCst) - walks_before, 2);
+    stop(service, connections).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduled_failures_back_off_pause_after_five_stay_paused_across_a_restart_and_resume_on_success(
+) {
+    let directory = tempfile::tempdir().unwrap();
+    let (tick, retry) = (Duration::from_millis(50), Duration::from_millis(20));
+    let (service, connections, agent) = start_with(directory.path(), tick, retry).await;
+    let id = connect(&service, &connections, &agent, "notion").await;
+    // A new connection's first scheduled run is an interval away: a manual sync fails
+    // first, then the sync job retries after its back-off.
+    let first = connections.sync(&agent, &id).await.unwrap();
+    assert_eq!(first.status, ConnectionStatus::Error);
+    let mut view = connections.get(&agent, &id).await.unwrap();
+    for _ in 0..400 {
+        if view.status == ConnectionStatus::Paused {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        view = connections.get(&agent, &id).await.unwrap();
+    }
+    assert_eq!(view.status, ConnectionStatus::Paused, "{view:?}");
+    assert_eq!(view.consecutive_failures, 5);
+    let runs = connections.runs(&agent, &id, 20).await.unwrap();
+    assert_eq!(runs.len(), 5, "{runs:?}");
+    assert!(runs.iter().all(|run| run.status == "error"));
+    let scheduled = runs.iter().filter(|run| run.trigger == "schedule").count();
+    assert_eq!(scheduled, 4, "{runs:?}");
+    // Paused: the scheduler stops retrying (ten ticks, far more than the back-off).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(connections.runs(&agent, &id, 20).await.unwrap().len(), 5);
+    stop(service, connections).await;
+
+    // Started again on the same store, the source still down: still paused, not run.
+    let (service, connections, agent) = start_with(directory.path(), tick, retry).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let view = connections.get(&agent, &id).await.unwrap();
+    assert_eq!(view.status, ConnectionStatus::Paused);
+    assert_eq!(connections.runs(&agent, &id, 20).await.unwrap().len(), 5);
+    // A manual sync that fails leaves it paused; one that succeeds makes it active.
+    let failed = connections.sync(&agent, &id).await.unwrap();
+    assert_eq!(failed.status, ConnectionStatus::Paused);
+    FLAKY_HEALTHY.store(true, Ordering::SeqCst);
+    let succeeded = connections.sync(&agent, &id).await.unwrap();
+    assert_eq!(succeeded.status, ConnectionStatus::Active, "{succeeded:?}");
+    let view = connections.get(&agent, &id).await.unwrap();
+    assert_eq!(view.status, ConnectionStatus::Active);
+    assert_eq!(view.consecutive_failures, 0);
     stop(service, connections).await;
 }
