@@ -11,7 +11,7 @@ use memvault_core::service::placement::blob_key;
 use memvault_core::Result;
 use memvault_files::{cap_chars, Chunker, FileReader, IngestItem, ItemOutcome};
 use memvault_ingest::{Extracted, Kind, Location};
-use memvault_storage::{IngestBatchRecord, IngestItemRecord, MemoryRecord};
+use memvault_storage::{IngestBatchRecord, IngestItemRecord};
 use memvault_types::{ErrorCode, Failure};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
@@ -120,13 +120,9 @@ impl Files {
         access: &CollectionAccess<Write>,
         sha256: &str,
     ) -> Option<(String, Vec<String>)> {
-        let same = |memory: &MemoryRecord| {
-            memory.source == "file"
-                && memory.metadata.get("sha256").and_then(Value::as_str) == Some(sha256)
-        };
-        let memories = self.parts.memories.matching(access, same).ok()?;
+        let memories = self.parts.memories.with_file_digest(access, sha256).ok()?;
         let mut found: Option<(String, Vec<String>)> = None;
-        for memory in memories {
+        for memory in memories.iter().filter(|memory| memory.source == "file") {
             let file_id = memory
                 .metadata
                 .get("file_id")
@@ -381,10 +377,7 @@ impl IngestItem for Files {
         item: &IngestItemRecord,
     ) -> std::result::Result<(), Failure> {
         let access = resumed(batch);
-        let of_file = |memory: &MemoryRecord| {
-            memory.metadata.get("file_id").and_then(Value::as_str) == Some(&item.file_id)
-        };
-        let Ok(partial) = self.parts.memories.matching(&access, of_file) else {
+        let Ok(partial) = self.parts.memories.from_file(&access, &item.file_id) else {
             // The collection is gone: nothing of the item is left.
             return Ok(());
         };

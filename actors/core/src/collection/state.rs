@@ -56,6 +56,12 @@ pub struct CollectionSnapshot {
     pub fingerprints: imbl::OrdSet<(u64, String)>,
     /// (when, id) of every superseded memory, for contradictions newest first.
     pub superseded: imbl::OrdSet<(DateTime<Utc>, String)>,
+    /// (the metadata `sha256` of the file a memory was read from, id): the same file
+    /// dropped again is found without a scan.
+    pub file_digests: imbl::OrdSet<(String, String)>,
+    /// (the metadata `file_id` of the file a memory was read from, id): a file's
+    /// memories.
+    pub file_memories: imbl::OrdSet<(String, String)>,
     /// Counters and time indexes behind the collection's health; see `health.rs`.
     pub health: HealthCounters,
     /// Bumped on every write; caches keyed by it go stale when the collection changes.
@@ -126,6 +132,9 @@ impl CollectionSnapshot {
                 self.superseded.insert((at, memory.id.clone()));
             }
         }
+        for (index, value) in self.file_entries(&memory) {
+            index.insert((value, memory.id.clone()));
+        }
         self.health.add(&memory);
         self.memories.insert(memory.id.clone(), memory);
     }
@@ -162,7 +171,55 @@ impl CollectionSnapshot {
             .remove(&(text_fingerprint(&memory.text), memory.id.clone()));
         let at = memory.superseded_at.unwrap_or(memory.updated_at);
         self.superseded.remove(&(at, memory.id.clone()));
+        for (index, value) in self.file_entries(memory) {
+            index.remove(&(value, memory.id.clone()));
+        }
         self.health.remove(memory);
+    }
+
+    /// The file indexes a memory belongs in, with its value in each.
+    fn file_entries(
+        &mut self,
+        memory: &MemoryRecord,
+    ) -> Vec<(&mut imbl::OrdSet<(String, String)>, String)> {
+        let value = |key: &str| {
+            memory
+                .metadata
+                .get(key)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        };
+        let (digest, file) = (value("sha256"), value("file_id"));
+        let mut entries = Vec::new();
+        if let Some(digest) = digest {
+            entries.push((&mut self.file_digests, digest));
+        }
+        if let Some(file) = file {
+            entries.push((&mut self.file_memories, file));
+        }
+        entries
+    }
+
+    /// The memories read from a file with this SHA-256 (its metadata `sha256`).
+    pub fn with_file_digest(&self, sha256: &str) -> Vec<Arc<MemoryRecord>> {
+        self.indexed(&self.file_digests, sha256)
+    }
+
+    /// The memories read from the file with this id (their metadata `file_id`).
+    pub fn from_file(&self, file_id: &str) -> Vec<Arc<MemoryRecord>> {
+        self.indexed(&self.file_memories, file_id)
+    }
+
+    fn indexed(
+        &self,
+        index: &imbl::OrdSet<(String, String)>,
+        value: &str,
+    ) -> Vec<Arc<MemoryRecord>> {
+        index
+            .range((value.to_owned(), String::new())..)
+            .take_while(|(found, _)| found == value)
+            .filter_map(|(_, id)| self.memories.get(id).cloned())
+            .collect()
     }
 
     /// The memories on a slot not superseded, oldest first: its value and the time-bound
@@ -338,6 +395,40 @@ mod tests {
             suspensions: Vec::new(),
             index_key: u64::from(id),
         })
+    }
+
+    fn from_file(id: u8, file: &str, digest: &str) -> Arc<MemoryRecord> {
+        let mut memory = (*memory(id, id, false, false)).clone();
+        memory.metadata.insert("file_id".to_owned(), file.into());
+        memory.metadata.insert("sha256".to_owned(), digest.into());
+        Arc::new(memory)
+    }
+
+    fn ids(memories: Vec<Arc<MemoryRecord>>) -> Vec<String> {
+        let mut ids: Vec<String> = memories.iter().map(|memory| memory.id.clone()).collect();
+        ids.sort();
+        ids
+    }
+
+    #[test]
+    fn a_files_memories_are_found_by_its_id_and_digest_until_they_go() {
+        let mut snapshot = CollectionSnapshot::default();
+        snapshot.insert(from_file(1, "f1", "aa"));
+        snapshot.insert(from_file(2, "f1", "aa"));
+        snapshot.insert(from_file(3, "f2", "ab"));
+        snapshot.insert(memory(4, 4, false, false));
+        assert_eq!(ids(snapshot.with_file_digest("aa")), ["m001", "m002"]);
+        assert_eq!(ids(snapshot.from_file("f2")), ["m003"]);
+        assert!(
+            snapshot.with_file_digest("a").is_empty(),
+            "a prefix is no match"
+        );
+        // Replaced without its file metadata, then removed: out of the indexes.
+        snapshot.insert(memory(2, 2, false, false));
+        assert_eq!(ids(snapshot.from_file("f1")), ["m001"]);
+        snapshot.remove("m001");
+        assert!(snapshot.with_file_digest("aa").is_empty());
+        assert!(snapshot.file_memories.iter().all(|(file, _)| file == "f2"));
     }
 
     #[derive(Debug, Clone)]

@@ -278,23 +278,29 @@ impl Memories {
         Ok(())
     }
 
-    /// Memories of the collection that `matches` accepts (a scan of its snapshot).
-    pub fn matching<L: super::access::Level>(
+    /// The collection's memories read from a file with this SHA-256 (through the
+    /// snapshot's index, no scan).
+    pub fn with_file_digest<L: super::access::Level>(
         &self,
         access: &CollectionAccess<L>,
-        matches: impl Fn(&MemoryRecord) -> bool,
+        sha256: &str,
     ) -> Result<Vec<Arc<MemoryRecord>>> {
         let entry = self
             .root
             .collection_entry(access.tenant(), access.collection())?;
-        Ok(entry
-            .handle
-            .snapshot()
-            .memories
-            .values()
-            .filter(|memory| matches(memory))
-            .cloned()
-            .collect())
+        Ok(entry.handle.snapshot().with_file_digest(sha256))
+    }
+
+    /// The collection's memories read from the file with this id.
+    pub fn from_file<L: super::access::Level>(
+        &self,
+        access: &CollectionAccess<L>,
+        file_id: &str,
+    ) -> Result<Vec<Arc<MemoryRecord>>> {
+        let entry = self
+            .root
+            .collection_entry(access.tenant(), access.collection())?;
+        Ok(entry.handle.snapshot().from_file(file_id))
     }
 
     /// Deletes memories and keeps the files they attach (a retried ingest item stores
