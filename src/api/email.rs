@@ -114,7 +114,24 @@ impl From<DropAddress> for DropAddressResponse {
 pub struct DropCollectionRequest {
     /// The collection accepted mail goes to from now on (a valid collection name; it is
     /// created on the first mail).
+    #[schema(max_length = 128, pattern = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$")]
     pub collection: String,
+}
+
+/// An allowlist entry as the server takes it: an address or `@domain`, around spaces.
+const SENDER_PATTERN: &str = r"^[ \t\r\n]*([A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*)?@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+[ \t\r\n]*$";
+
+/// The allowlist's schema: at most 100 entries, each [`SENDER_PATTERN`].
+fn sender_list() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(SENDER_PATTERN)),
+        )
+        .max_items(Some(100))
+        .build()
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -123,6 +140,7 @@ pub struct SendersBody {
     /// Who may send to the drop address: addresses (`friend@example.org`) and whole
     /// domains (`@example.org`, that domain exactly), at most 100, compared without case.
     /// Before any PUT: the account email alone.
+    #[schema(schema_with = sender_list)]
     pub senders: Vec<String>,
 }
 

@@ -56,7 +56,8 @@ where
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
         let bytes = read_body(request, state).await?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        // No body, or JSON's `null` (the schema's nullable body): the defaults.
+        if matches!(bytes.trim_ascii(), b"" | b"null") {
             return Ok(OptionalJson(T::default()));
         }
         parse_json_object(&bytes).map(OptionalJson)
@@ -122,6 +123,30 @@ where
             "invalid value: {number}, expected an integer"
         ))),
     }
+}
+
+/// [`optional_integer`] for a byte count: a whole number from 0 to 2^63.
+pub fn optional_size<'de, D>(deserializer: D) -> Result<Option<u64>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    use serde::de::Error;
+    match optional_integer(deserializer)? {
+        None => Ok(None),
+        Some(size) => u64::try_from(size)
+            .map(Some)
+            .map_err(|_| D::Error::custom(format!("invalid value: {size}, expected a size"))),
+    }
+}
+
+/// [`optional_size`] for a size that must be given.
+pub fn size<'de, D>(deserializer: D) -> Result<u64, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    use serde::de::Error;
+    optional_size(deserializer)?
+        .ok_or_else(|| D::Error::custom("invalid value: null, expected a size"))
 }
 
 /// Parses a request body into `T`; every failure is a 422 that names the field.

@@ -201,14 +201,16 @@ pub struct DropAcceptedResponse {
 }
 
 /// The multipart form of a drop.
-#[derive(Debug, ToSchema)]
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct DropForm {
-    /// The files, each a part named `files` (any number).
-    #[schema(value_type = Vec<String>, format = Binary)]
+    /// The files, each a part named `files` (at least one).
+    #[schema(value_type = Vec<String>, format = Binary, min_items = 1)]
     pub files: Vec<Vec<u8>>,
     /// `true` stores the files and answers 202 with a batch to poll; `false` (default)
     /// extracts them before answering 201.
+    #[schema(nullable = false)]
     pub async_ingest: Option<bool>,
 }
 
@@ -232,7 +234,14 @@ pub async fn drop_files(
 ) -> ApiResult<axum::response::Response> {
     use axum::response::IntoResponse;
     let access = writable_or_new(&authorizer, &agent, &collection)?;
-    let form = read_form(&files, &agent.tenant_id, multipart?, usize::MAX).await?;
+    let form = read_form(
+        &files,
+        &agent.tenant_id,
+        multipart?,
+        usize::MAX,
+        &["async_ingest"],
+    )
+    .await?;
     let async_ingest = match form.fields.get("async_ingest") {
         None => false,
         Some(value) => parse_bool("async_ingest", value)?,
@@ -257,6 +266,25 @@ pub async fn drop_files(
     Ok((StatusCode::CREATED, Json(FileResultsResponse::of(results))).into_response())
 }
 
+bounded_array_schema!(
+    /// The files to presign: 1 to 100.
+    PresignRequest,
+    PresignRequestItem,
+    1,
+    FILES_PER_REQUEST
+);
+
+bounded_array_schema!(
+    /// The uploaded files to ingest: 1 to 100.
+    CompleteRequest,
+    CompleteRequestItem,
+    1,
+    FILES_PER_REQUEST
+);
+
+/// Files one presign or complete call takes.
+const FILES_PER_REQUEST: usize = 100;
+
 /// One file to presign.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -264,6 +292,8 @@ pub struct PresignRequestItem {
     pub filename: String,
     pub content_type: Option<String>,
     /// Bytes; over the per-file limit (10 MiB) the file is refused, not signed.
+    #[serde(deserialize_with = "super::extract::size")]
+    #[schema(minimum = 0)]
     pub size: u64,
 }
 
@@ -295,7 +325,7 @@ pub struct PresignResponse {
 
 /// Presigned PUT URLs for uploading files straight to storage; then `drop/complete`.
 #[utoipa::path(post, path = "/drop/presign", tag = "files",
-    params(("collection" = String, Path)), request_body = Vec<PresignRequestItem>,
+    params(("collection" = String, Path)), request_body = PresignRequest,
     responses((status = 200, body = PresignResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -366,6 +396,8 @@ pub struct CompleteRequestItem {
     pub filename: String,
     pub mime: Option<String>,
     /// The size the client sent; the stored object's real size is what is checked.
+    #[serde(default, deserialize_with = "super::extract::optional_size")]
+    #[schema(minimum = 0)]
     pub size: Option<u64>,
 }
 
@@ -389,7 +421,7 @@ pub struct CompleteResponse {
 /// Ingests files uploaded through presigned URLs, as a batch. Each key must be one of
 /// this tenant's uploads, present, and within the per-file limit by its stored size.
 #[utoipa::path(post, path = "/drop/complete", tag = "files",
-    params(("collection" = String, Path)), request_body = Vec<CompleteRequestItem>,
+    params(("collection" = String, Path)), request_body = CompleteRequest,
     responses((status = 202, body = CompleteResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)),
     security(("bearer" = [])))]
@@ -492,20 +524,37 @@ pub async fn delete_batch_item(
     Ok(Json(BatchResponse::from(&batch)))
 }
 
+/// The text parts of an upload's form.
+const UPLOAD_FIELDS: &[&str] = &[
+    "text",
+    "importance",
+    "category",
+    "source",
+    "container_tag",
+    "metadata",
+];
+
 /// The multipart form of an upload.
-#[derive(Debug, ToSchema)]
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct UploadForm {
     /// The memory's text (1 to 10,000 characters); without it the file names.
+    #[schema(min_length = 1, max_length = 10000, nullable = false)]
     pub text: Option<String>,
     /// Files to attach, each a part named `files` (any number, none included).
     #[schema(value_type = Vec<String>, format = Binary, required = false)]
     pub files: Vec<Vec<u8>>,
+    #[schema(minimum = 0, maximum = 1, nullable = false)]
     pub importance: Option<f64>,
+    #[schema(min_length = 1, max_length = 200, nullable = false)]
     pub category: Option<String>,
+    #[schema(min_length = 1, max_length = 200, nullable = false)]
     pub source: Option<String>,
+    #[schema(min_length = 1, max_length = 200, nullable = false)]
     pub container_tag: Option<String>,
-    /// A JSON object.
+    /// A JSON object (a part whose text is the object).
+    #[schema(value_type = Object, required = false)]
     pub metadata: Option<String>,
 }
 
@@ -525,7 +574,14 @@ pub async fn upload(
     multipart: Result<Multipart, MultipartRejection>,
 ) -> ApiResult<(StatusCode, Json<MemoryResponse>)> {
     let access = writable_or_new(&authorizer, &agent, &collection)?;
-    let form = read_form(&files, &agent.tenant_id, multipart?, usize::MAX).await?;
+    let form = read_form(
+        &files,
+        &agent.tenant_id,
+        multipart?,
+        usize::MAX,
+        UPLOAD_FIELDS,
+    )
+    .await?;
     let staged = match all_staged(form.files) {
         Ok(staged) => staged,
         Err((error, staged)) => {
@@ -553,12 +609,13 @@ pub struct FolderResponse {
     pub failed: usize,
 }
 
-/// The multipart form of a folder upload: files only (other fields are ignored).
-#[derive(Debug, ToSchema)]
+/// The multipart form of a folder upload: files only.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct FolderForm {
     /// The files, each a part named `files` (1 to 50).
-    #[schema(value_type = Vec<String>, format = Binary)]
+    #[schema(value_type = Vec<String>, format = Binary, min_items = 1, max_items = 50)]
     pub files: Vec<Vec<u8>>,
 }
 
@@ -579,7 +636,7 @@ pub async fn folder(
 ) -> ApiResult<(StatusCode, Json<FolderResponse>)> {
     let access = writable_or_new(&authorizer, &agent, &collection)?;
     let max = files.folder_max_files();
-    let form = read_form(&files, &agent.tenant_id, multipart?, max).await?;
+    let form = read_form(&files, &agent.tenant_id, multipart?, max, &[]).await?;
     if form.files.is_empty() {
         return Err(ApiError::Validation(
             "the form has no file: send each file as a part named `files`".to_owned(),
@@ -597,11 +654,12 @@ pub async fn folder(
 }
 
 /// The multipart form that attaches one file.
-#[derive(Debug, ToSchema)]
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct ImageForm {
-    /// The file, a part named `files` (or `file`).
-    #[schema(value_type = String, format = Binary)]
+    /// The file, a part named `files` (or `file`); not empty.
+    #[schema(value_type = String, format = Binary, min_length = 1)]
     pub files: Vec<u8>,
 }
 
@@ -621,7 +679,7 @@ pub async fn add_image(
     multipart: Result<Multipart, MultipartRejection>,
 ) -> ApiResult<(StatusCode, Json<MemoryResponse>)> {
     let access = writable(&authorizer, &agent, &collection)?;
-    let form = read_form(&files, &agent.tenant_id, multipart?, 1).await?;
+    let form = read_form(&files, &agent.tenant_id, multipart?, 1, &[]).await?;
     let mut staged = match all_staged(form.files) {
         Ok(staged) => staged,
         Err((error, staged)) => {
@@ -739,12 +797,14 @@ struct Form {
 }
 
 /// Reads the form part by part ([`next_part`]) and stores each file as it comes. More than
-/// `max_files` files is a 422, and what was stored is removed.
+/// `max_files` files, or a part that is neither a file nor one of `fields`, is a 422, and
+/// what was stored is removed.
 async fn read_form(
     files: &Files,
     tenant: &TenantId,
     mut multipart: Multipart,
     max_files: usize,
+    fields: &[&str],
 ) -> ApiResult<Form> {
     let mut form = Form {
         files: Vec::new(),
@@ -760,6 +820,14 @@ async fn read_form(
             }
         };
         match part {
+            FormPart::Field { name, .. } if !fields.contains(&name.as_str()) => {
+                discard_all(files, tenant, &form.files).await;
+                let known: Vec<&str> = ["files"].iter().chain(fields).copied().collect();
+                return Err(ApiError::Validation(format!(
+                    "unknown part '{name}': this form takes {}",
+                    known.join(", ")
+                )));
+            }
             FormPart::Field { name, text } => {
                 form.fields.insert(name, Value::String(text));
             }
@@ -821,7 +889,7 @@ pub async fn next_part(multipart: &mut Multipart, limit: u64) -> ApiResult<Optio
     };
     let name = field.name().unwrap_or_default().to_owned();
     let filename = field.file_name().map(str::to_owned);
-    if name == "files" || name == "file" || filename.is_some() {
+    if name == "files" || name == "file" {
         let Some(filename) = filename else {
             return Err(ApiError::Validation(format!(
                 "the part '{name}' must be a file upload: its Content-Disposition needs a \
@@ -995,8 +1063,8 @@ fn memory_of_form(fields: &Map<String, Value>, staged: &[StagedFile]) -> ApiResu
 
 fn parse_bool(name: &str, value: &Value) -> ApiResult<bool> {
     match value.as_str().map(str::trim) {
-        Some("true") | Some("1") => Ok(true),
-        Some("false") | Some("0") | Some("") => Ok(false),
+        Some("true") => Ok(true),
+        Some("false") => Ok(false),
         _ => Err(ApiError::Validation(format!(
             "{name} must be true or false, got {value}"
         ))),
@@ -1004,7 +1072,7 @@ fn parse_bool(name: &str, value: &Value) -> ApiResult<bool> {
 }
 
 fn check_count(count: usize) -> ApiResult<()> {
-    if count == 0 || count > 100 {
+    if count == 0 || count > FILES_PER_REQUEST {
         return Err(ApiError::Validation(format!(
             "1 to 100 files per request, got {count}"
         )));

@@ -18,8 +18,6 @@ use memvault_types::limits::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::openapi::schema::{ArrayBuilder, Schema};
-use utoipa::openapi::{Ref, RefOr};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -251,29 +249,13 @@ pub struct ArchiveRequest {
     pub archived: bool,
 }
 
-/// The bulk body as documented: 1 to 100 memories. (The handler reads a
-/// `Vec<CreateMemoryRequest>`; utoipa cannot put item bounds on a newtype.)
-pub struct BulkCreateRequest;
-
-impl utoipa::PartialSchema for BulkCreateRequest {
-    fn schema() -> RefOr<Schema> {
-        ArrayBuilder::new()
-            .items(Ref::from_schema_name(CreateMemoryRequest::name()))
-            .min_items(Some(1))
-            .max_items(Some(BULK_MAX_ITEMS))
-            .into()
-    }
-}
-
-impl ToSchema for BulkCreateRequest {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        schemas.push((
-            CreateMemoryRequest::name().into_owned(),
-            <CreateMemoryRequest as utoipa::PartialSchema>::schema(),
-        ));
-        <CreateMemoryRequest as ToSchema>::schemas(schemas);
-    }
-}
+bounded_array_schema!(
+    /// The bulk body: 1 to 100 memories.
+    BulkCreateRequest,
+    CreateMemoryRequest,
+    1,
+    BULK_MAX_ITEMS
+);
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct BulkCreateResponse {

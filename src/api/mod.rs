@@ -2,6 +2,42 @@
 //! whose paths are relative to where it is nested); this module only nests them like the
 //! URL and adds the layers.
 
+/// A schema for a JSON array body of `$min` to `$max` `$item`s, as documented (the
+/// handler reads a `Vec<$item>`; utoipa cannot put item bounds on a newtype).
+macro_rules! bounded_array_schema {
+    ($(#[$doc:meta])* $name:ident, $item:ty, $min:expr, $max:expr) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ArrayBuilder::new()
+                    .items(utoipa::openapi::Ref::from_schema_name(
+                        <$item as utoipa::ToSchema>::name(),
+                    ))
+                    .min_items(Some($min))
+                    .max_items(Some($max))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {
+            fn schemas(
+                schemas: &mut Vec<(
+                    String,
+                    utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+                )>,
+            ) {
+                schemas.push((
+                    <$item as utoipa::ToSchema>::name().into_owned(),
+                    <$item as utoipa::PartialSchema>::schema(),
+                ));
+                <$item as utoipa::ToSchema>::schemas(schemas);
+            }
+        }
+    };
+}
+
 pub mod account;
 pub mod admin;
 pub mod audit;

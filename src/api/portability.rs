@@ -220,15 +220,43 @@ pub struct ImportRequest {
     /// `collection`, `importance`, `category`, `source`, `metadata`, `container_tag`,
     /// `pinned` and `archived` are read; `id`, times and other fields are ignored (ids
     /// are reassigned). At most 100,000.
-    #[schema(value_type = Vec<Object>)]
+    /// Items that are not objects are skipped, each with an error.
+    #[schema(value_type = Vec<Value>)]
     pub memories: Vec<Value>,
     /// Collections to create when missing (objects with `name`, `description`?,
-    /// `metadata`?, or bare names), even empty ones.
-    #[schema(value_type = Option<Vec<Object>>)]
+    /// `metadata`?, or bare names), even empty ones; checked but not used with
+    /// `into_collection`.
+    #[schema(value_type = Option<Vec<ImportCollectionItem>>)]
     pub collections: Option<Vec<Value>>,
     /// Put every memory into this one collection instead (created when missing).
     #[schema(max_length = 128, pattern = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$")]
     pub into_collection: Option<String>,
+}
+
+/// A collection to create on import: its name, or an object with its name.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // The schema of what `import_collections` reads.
+pub enum ImportCollectionItem {
+    Name(ImportCollectionName),
+    Collection(ImportCollectionObject),
+}
+
+/// A collection's name (the collection naming rule).
+#[derive(Debug, Deserialize, ToSchema)]
+#[schema(pattern = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$")]
+#[allow(dead_code)] // The schema of what `import_collections` reads.
+pub struct ImportCollectionName(String);
+
+/// A collection to create on import, with its description and metadata.
+#[derive(Debug, Deserialize, ToSchema)]
+#[allow(dead_code)] // The schema of what `import_collections` reads.
+pub struct ImportCollectionObject {
+    #[schema(max_length = 128, pattern = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$")]
+    name: String,
+    description: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    metadata: Option<Value>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -330,13 +358,14 @@ pub async fn import(
         .as_deref()
         .map(collection_to_write)
         .transpose()?;
+    let listed = import_collections(request.collections.unwrap_or_default())?;
     let collections = match &into {
         Some(name) => vec![ImportCollection {
             name: name.clone(),
             description: None,
             metadata: Map::new(),
         }],
-        None => import_collections(request.collections.unwrap_or_default())?,
+        None => listed,
     };
     let mut memories = Vec::with_capacity(request.memories.len());
     let mut errors = Vec::new();
@@ -404,6 +433,12 @@ fn oldest_first(items: Vec<Value>) -> Vec<(usize, Value)> {
     items
 }
 
+fn collection_field(field: &str, kind: &str) -> ApiError {
+    ApiError::Validation(format!(
+        "a collection's `{field}` is {kind} or null in `collections`"
+    ))
+}
+
 fn import_collections(items: Vec<Value>) -> ApiResult<Vec<ImportCollection>> {
     items
         .into_iter()
@@ -420,12 +455,15 @@ fn import_collections(items: Vec<Value>) -> ApiResult<Vec<ImportCollection>> {
                             ))
                         }
                     };
-                    let description = fields
-                        .remove("description")
-                        .and_then(|value| value.as_str().map(str::to_owned));
+                    let description = match fields.remove("description") {
+                        None | Some(Value::Null) => None,
+                        Some(Value::String(description)) => Some(description),
+                        Some(_) => return Err(collection_field("description", "a string")),
+                    };
                     let metadata = match fields.remove("metadata") {
+                        None | Some(Value::Null) => Map::new(),
                         Some(Value::Object(metadata)) => metadata,
-                        _ => Map::new(),
+                        Some(_) => return Err(collection_field("metadata", "an object")),
                     };
                     (name, description, metadata)
                 }

@@ -60,7 +60,7 @@ pub struct ChatCompletionRequest {
     /// `user`, `assistant` or `tool`; content a string or an array of parts (`null` only
     /// for an assistant message). Other message fields (`name`, `tool_calls`,
     /// `tool_call_id`) are forwarded. The last `user` message's text is the memory query.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<Object>, min_items = 1, max_items = 200)]
     pub messages: Vec<Map<String, Value>>,
     /// The upstream model; default the serving LLM's configured model. On the platform
     /// LLM only the configured model and the models priced in `[llm.prices]` are offered.
@@ -71,14 +71,19 @@ pub struct ChatCompletionRequest {
     /// Only memories with this container tag are injected.
     pub container_tag: Option<String>,
     /// Memories to inject, 0 (no search) to 50; default 5.
+    #[schema(minimum = 0, maximum = 50)]
+    #[serde(default, deserialize_with = "super::extract::optional_integer")]
     pub memory_limit: Option<i64>,
     /// Queue the last user message for graph extraction (like an asynchronous remember);
     /// default true. Needs write access; without it the chat still answers, with
     /// `memvault.stored` false and the reason in `memvault.skipped`.
     pub store: Option<bool>,
     /// 0 to 2.
+    #[schema(minimum = 0, maximum = 2)]
     pub temperature: Option<f64>,
     /// At least 1.
+    #[schema(minimum = 1)]
+    #[serde(default, deserialize_with = "super::extract::optional_integer")]
     pub max_tokens: Option<i64>,
     /// Must be false or absent: the proxy is non-streaming.
     pub stream: Option<bool>,
@@ -88,8 +93,32 @@ pub struct ChatCompletionRequest {
     /// `reasoning_effort` and `service_tier` are forwarded unchanged; any other field is
     /// a 422.
     #[serde(flatten)]
+    #[schema(ignore)]
     pub forwarded: Map<String, Value>,
 }
+
+/// The body's schema: [`ChatCompletionRequest`]'s fields, the forwarded ones (any JSON,
+/// passed on unchanged) and no other.
+pub struct ChatCompletionBody;
+
+impl utoipa::PartialSchema for ChatCompletionBody {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{AdditionalProperties, Object, Schema};
+        use utoipa::openapi::RefOr;
+        let mut schema = <ChatCompletionRequest as utoipa::PartialSchema>::schema();
+        if let RefOr::T(Schema::Object(object)) = &mut schema {
+            for field in FORWARDED_FIELDS {
+                object
+                    .properties
+                    .insert((*field).to_owned(), Object::new().into());
+            }
+            object.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(false)));
+        }
+        schema
+    }
+}
+
+impl ToSchema for ChatCompletionBody {}
 
 impl ChatCompletionRequest {
     fn validate(self, authorizer: &Authorizer, agent: &Agent) -> ApiResult<ProxyRequest> {
@@ -228,7 +257,7 @@ impl From<ProxyOutcome> for ChatCompletionResponse {
 /// upstream's completion plus `memvault: {memories_used, stored, job_id?, skipped?}`.
 /// Upstream timeout 504, upstream failure 502, no LLM or spend cap reached 503.
 #[utoipa::path(post, path = "/chat/completions", tag = "proxy",
-    request_body = ChatCompletionRequest,
+    request_body = ChatCompletionBody,
     responses((status = 200, body = ChatCompletionResponse), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody, description = "the named collection is restricted"),
         (status = 422, body = ErrorBody), (status = 429, body = ErrorBody),

@@ -36,17 +36,28 @@ pub struct StorageConfigRequest {
     /// public address unless the server allows private ones.
     #[serde(default)]
     pub endpoint_url: Option<String>,
+    /// An S3 bucket name: 3 to 63 lowercase letters, digits, dots or hyphens, starting
+    /// and ending with a letter or digit.
+    #[schema(pattern = r"^[ \t\r\n]*[a-z0-9][a-z0-9.-]{1,61}[a-z0-9][ \t\r\n]*$")]
     pub bucket: String,
     /// Default `us-east-1`.
     #[serde(default)]
+    #[schema(pattern = r"^[ \t\r\n]*([!-~]{1,64}[ \t\r\n]*)?$")]
     pub region: Option<String>,
+    #[schema(pattern = r"^[ \t\r\n]*[!-~]{1,256}[ \t\r\n]*$")]
     pub access_key: String,
     /// Stored encrypted (AES-256-GCM); never returned.
+    #[schema(min_length = 1, max_length = 1024)]
     pub secret_key: String,
     /// `https://endpoint/bucket/key` rather than `https://bucket.endpoint/key`; default
     /// true (what most self-hosted servers need).
     #[serde(default)]
     pub force_path_style: Option<bool>,
+}
+
+/// Without the spaces, tabs and line breaks around it (what the schema's patterns allow).
+fn trim_ascii_spaces(value: &str) -> &str {
+    value.trim_matches([' ', '\t', '\r', '\n'])
 }
 
 impl StorageConfigRequest {
@@ -79,7 +90,7 @@ impl StorageConfigRequest {
                 Some(endpoint.to_owned())
             }
         };
-        let bucket = self.bucket.trim().to_owned();
+        let bucket = trim_ascii_spaces(&self.bucket).to_owned();
         let bucket_ok = (3..=63).contains(&bucket.len())
             && bucket.chars().all(|char| {
                 char.is_ascii_lowercase() || char.is_ascii_digit() || char == '-' || char == '.'
@@ -95,25 +106,32 @@ impl StorageConfigRequest {
         }
         let region = self
             .region
-            .map(|region| region.trim().to_owned())
+            .map(|region| trim_ascii_spaces(&region).to_owned())
             .filter(|region| !region.is_empty())
             .unwrap_or_else(|| "us-east-1".to_owned());
+        // The region and the access key go into the signed request's headers: visible
+        // ASCII only (a control character there made the S3 client panic).
         for (field, value, max) in [
-            ("region", &region, 64),
-            ("access_key", &self.access_key, 256),
-            ("secret_key", &self.secret_key, 1024),
+            ("region", region.as_str(), 64),
+            ("access_key", trim_ascii_spaces(&self.access_key), 256),
         ] {
-            if value.trim().is_empty() || value.chars().count() > max {
+            let visible = value.chars().all(|char| char.is_ascii_graphic());
+            if value.is_empty() || value.len() > max || !visible {
                 return Err(ApiError::Validation(format!(
-                    "{field} must be 1 to {max} characters"
+                    "{field} must be 1 to {max} visible ASCII characters (no spaces)"
                 )));
             }
+        }
+        if self.secret_key.trim().is_empty() || self.secret_key.chars().count() > 1024 {
+            return Err(ApiError::Validation(
+                "secret_key must be 1 to 1024 characters".to_owned(),
+            ));
         }
         Ok(StorageConfigInput {
             endpoint_url,
             bucket,
             region,
-            access_key: self.access_key.trim().to_owned(),
+            access_key: trim_ascii_spaces(&self.access_key).to_owned(),
             secret_key: self.secret_key,
             force_path_style: self.force_path_style.unwrap_or(true),
         })

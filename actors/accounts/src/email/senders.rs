@@ -16,7 +16,9 @@ pub fn allowlist(entries: Vec<String>) -> Result<Vec<String>, String> {
     }
     let mut normalised: Vec<String> = Vec::with_capacity(entries.len());
     for (index, entry) in entries.into_iter().enumerate() {
-        let entry = entry.trim().to_ascii_lowercase();
+        let entry = entry
+            .trim_matches([' ', '\t', '\r', '\n'])
+            .to_ascii_lowercase();
         if !valid_entry(&entry) {
             return Err(format!(
                 "senders[{index}] '{entry}' is neither an email address (name@example.org) \
@@ -46,16 +48,15 @@ fn valid_entry(entry: &str) -> bool {
     let Some((local, domain)) = entry.rsplit_once('@') else {
         return false;
     };
+    // No length limits beyond the labels': the entry is compared, never sent to.
     let local_ok = local.is_empty()
-        || (local.len() <= 64
-            && !local.starts_with('.')
+        || (!local.starts_with('.')
             && !local.ends_with('.')
             && !local.contains("..")
             && local
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+/=?^_`{|}~.-".contains(c)));
-    let domain_ok = domain.len() <= 253
-        && domain.contains('.')
+    let domain_ok = domain.contains('.')
         && domain.split('.').all(|label| {
             !label.is_empty()
                 && label.len() <= 63
