@@ -103,14 +103,16 @@ pub struct ChatCompletionBody;
 
 impl utoipa::PartialSchema for ChatCompletionBody {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        use utoipa::openapi::schema::{AdditionalProperties, Object, Schema};
+        use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema, SchemaType};
         use utoipa::openapi::RefOr;
         let mut schema = <ChatCompletionRequest as utoipa::PartialSchema>::schema();
         if let RefOr::T(Schema::Object(object)) = &mut schema {
             for field in FORWARDED_FIELDS {
+                // Any JSON: forwarded as it is.
+                let any = ObjectBuilder::new().schema_type(SchemaType::AnyValue);
                 object
                     .properties
-                    .insert((*field).to_owned(), Object::new().into());
+                    .insert((*field).to_owned(), any.build().into());
             }
             object.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(false)));
         }
