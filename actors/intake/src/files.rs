@@ -249,15 +249,18 @@ impl Files {
     ) -> Result<Vec<FileResult>> {
         let mut results = Vec::with_capacity(files.len());
         for file in files {
-            results.push(self.ingest_now(access, file).await?);
+            results.push(self.ingest_now(access, file, FileContext::plain()).await?);
         }
         Ok(results)
     }
 
+    /// One file of a synchronous drop (chunked) or a folder (`FileContext::whole`):
+    /// read, stored as memories, its result; the blob is removed unless memories keep it.
     async fn ingest_now(
         &self,
         access: &CollectionAccess<Write>,
         file: Incoming,
+        context: FileContext,
     ) -> Result<FileResult> {
         let staged = match file {
             Incoming::Refused {
@@ -268,7 +271,6 @@ impl Files {
             } => return Ok(failed_result(filename, None, size, code, reason)),
             Incoming::Staged(staged) => staged,
         };
-        let context = FileContext::plain();
         match self.prepare_staged(access, &staged, &context).await {
             Ok(memvault_files::Prepared {
                 memories,
@@ -647,76 +649,7 @@ impl Files {
     ) -> Result<Vec<FileResult>> {
         let mut results = Vec::with_capacity(files.len());
         for file in files {
-            let staged = match file {
-                Incoming::Refused {
-                    filename,
-                    size,
-                    code,
-                    reason,
-                } => {
-                    results.push(failed_result(filename, None, size, code, reason));
-                    continue;
-                }
-                Incoming::Staged(staged) => staged,
-            };
-            let context = FileContext::whole();
-            let outcome = self.prepare_staged(access, &staged, &context).await;
-            let result = match outcome {
-                Ok(prepared) => match self.store_chunks(access, prepared.memories).await {
-                    Ok(ids) => FileResult {
-                        filename: staged.filename.clone(),
-                        file_id: Some(staged.file_id.clone()),
-                        status: "done",
-                        kind: Some(staged.kind.name().to_owned()),
-                        size: staged.size,
-                        memory_ids: ids,
-                        preview: prepared.preview,
-                        detail: prepared.note,
-                        code: None,
-                    },
-                    Err(error) => {
-                        self.parts
-                            .placement
-                            .delete(access.tenant(), staged.store.as_deref(), &staged.path)
-                            .await;
-                        return Err(error);
-                    }
-                },
-                Err(Outcome::Duplicate { memory_ids, note }) => {
-                    self.parts
-                        .placement
-                        .delete(access.tenant(), staged.store.as_deref(), &staged.path)
-                        .await;
-                    FileResult {
-                        filename: staged.filename.clone(),
-                        file_id: Some(staged.file_id.clone()),
-                        status: "duplicate",
-                        kind: Some(staged.kind.name().to_owned()),
-                        size: staged.size,
-                        memory_ids,
-                        preview: None,
-                        detail: Some(note),
-                        code: None,
-                    }
-                }
-                Err(Outcome::Failed { code, reason }) => {
-                    self.parts
-                        .placement
-                        .delete(access.tenant(), staged.store.as_deref(), &staged.path)
-                        .await;
-                    FileResult {
-                        kind: Some(staged.kind.name().to_owned()),
-                        ..failed_result(
-                            staged.filename.clone(),
-                            Some(staged.file_id.clone()),
-                            staged.size,
-                            code,
-                            reason,
-                        )
-                    }
-                }
-            };
-            results.push(result);
+            results.push(self.ingest_now(access, file, FileContext::whole()).await?);
         }
         Ok(results)
     }
