@@ -271,66 +271,53 @@ impl Files {
             } => return Ok(failed_result(filename, None, size, code, reason)),
             Incoming::Staged(staged) => staged,
         };
-        match self.prepare_staged(access, &staged, &context).await {
-            Ok(memvault_files::Prepared {
-                memories,
-                note,
-                preview,
-            }) => {
-                let stored = self.store_chunks(access, memories).await;
-                match stored {
-                    Ok(ids) => Ok(FileResult {
+        let prepared = match self.prepare_staged(access, &staged, &context).await {
+            Ok(prepared) => prepared,
+            Err(outcome) => {
+                // Nothing of the file is kept: a duplicate or a file that gave no memories.
+                self.discard(access.tenant(), std::slice::from_ref(&staged))
+                    .await;
+                return Ok(match outcome {
+                    Outcome::Duplicate { memory_ids, note } => FileResult {
                         filename: staged.filename.clone(),
                         file_id: Some(staged.file_id.clone()),
-                        status: "done",
+                        status: "duplicate",
                         kind: Some(staged.kind.name().to_owned()),
                         size: staged.size,
-                        memory_ids: ids,
-                        preview,
-                        detail: note,
+                        memory_ids,
+                        preview: None,
+                        detail: Some(note),
                         code: None,
-                    }),
-                    Err(error) => {
-                        self.parts
-                            .placement
-                            .delete(access.tenant(), staged.store.as_deref(), &staged.path)
-                            .await;
-                        Err(error)
-                    }
-                }
+                    },
+                    Outcome::Failed { code, reason } => FileResult {
+                        kind: Some(staged.kind.name().to_owned()),
+                        ..failed_result(
+                            staged.filename.clone(),
+                            Some(staged.file_id.clone()),
+                            staged.size,
+                            code,
+                            reason,
+                        )
+                    },
+                });
             }
-            Err(Outcome::Duplicate { memory_ids, note }) => {
-                self.parts
-                    .placement
-                    .delete(access.tenant(), staged.store.as_deref(), &staged.path)
+        };
+        match self.store_chunks(access, prepared.memories).await {
+            Ok(ids) => Ok(FileResult {
+                filename: staged.filename.clone(),
+                file_id: Some(staged.file_id.clone()),
+                status: "done",
+                kind: Some(staged.kind.name().to_owned()),
+                size: staged.size,
+                memory_ids: ids,
+                preview: prepared.preview,
+                detail: prepared.note,
+                code: None,
+            }),
+            Err(error) => {
+                self.discard(access.tenant(), std::slice::from_ref(&staged))
                     .await;
-                Ok(FileResult {
-                    filename: staged.filename.clone(),
-                    file_id: Some(staged.file_id.clone()),
-                    status: "duplicate",
-                    kind: Some(staged.kind.name().to_owned()),
-                    size: staged.size,
-                    memory_ids,
-                    preview: None,
-                    detail: Some(note),
-                    code: None,
-                })
-            }
-            Err(Outcome::Failed { code, reason }) => {
-                self.parts
-                    .placement
-                    .delete(access.tenant(), staged.store.as_deref(), &staged.path)
-                    .await;
-                Ok(FileResult {
-                    kind: Some(staged.kind.name().to_owned()),
-                    ..failed_result(
-                        staged.filename.clone(),
-                        Some(staged.file_id.clone()),
-                        staged.size,
-                        code,
-                        reason,
-                    )
-                })
+                Err(error)
             }
         }
     }
@@ -630,12 +617,7 @@ impl Files {
                 reason: "no memory was created".to_owned(),
             }),
             Err(error) => {
-                for file in &files {
-                    self.parts
-                        .placement
-                        .delete(access.tenant(), file.store.as_deref(), &file.path)
-                        .await;
-                }
+                self.discard(access.tenant(), &files).await;
                 Err(error)
             }
         }
@@ -664,9 +646,7 @@ impl Files {
         let image = file.attachment().to_value();
         let updated = self.parts.memories.add_image(access, id, image).await;
         if updated.is_err() {
-            let placement = &self.parts.placement;
-            placement
-                .delete(access.tenant(), file.store.as_deref(), &file.path)
+            self.discard(access.tenant(), std::slice::from_ref(&file))
                 .await;
         }
         updated
