@@ -3,7 +3,7 @@
 usage: python3 benches/connectors.py target/release/memvault [records_per_provider=2000] [big=20000]
 
 Needs the fake provider example (built separately):
-    cargo build --release -p memvault-connectors --features fakes --example fake_provider
+    cargo build --release -p memvault-fake-providers --example fake_provider
 which this script expects at target/release/examples/fake_provider (next to BINARY).
 
 Phase 1: starts one fake per provider (slack, notion, gdrive, gmail, linear, confluence,
@@ -37,7 +37,7 @@ BIG_PROVIDER = os.environ.get("BIG_PROVIDER", "linear")
 fake_binary = os.path.join(os.path.dirname(os.path.abspath(binary)), "examples", "fake_provider")
 if not os.access(fake_binary, os.X_OK):
     sys.exit(f"{fake_binary} is missing; build it first with\n"
-             "    cargo build --release -p memvault-connectors --features fakes --example fake_provider")
+             "    cargo build --release -p memvault-fake-providers --example fake_provider")
 if not os.access(binary, os.X_OK):
     sys.exit(f"{binary} is missing; build it with cargo build --release")
 

@@ -9,8 +9,8 @@ use clap::{Args, Parser, Subcommand};
 use memvault_core::service::BootstrapOutcome;
 use tracing_subscriber::EnvFilter;
 
-use crate::config::{Config, LogFormat};
-use crate::server;
+use memvault_server::config::{Config, LogFormat};
+use memvault_server::server;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -31,13 +31,13 @@ enum Command {
     /// Serve the HTTP API (the default).
     Serve(ServeArgs),
     /// Measure a server process over HTTP: start-up, latency, throughput, memory, disk.
-    Bench(crate::bench::BenchArgs),
+    Bench(memvault_tools::bench::BenchArgs),
     /// Retrieval quality of every search mode on the public evaluation sets (nDCG@10,
     /// Recall@10; evidence Recall@10 on LoCoMo).
-    Eval(crate::eval::EvalArgs),
+    Eval(memvault_tools::eval::EvalArgs),
     /// Follow a running server's re-embedding (after the embedding model changed) with a
     /// progress bar, until every collection is on the configured model.
-    Reembed(crate::reembed::ReembedArgs),
+    Reembed(memvault_tools::reembed::ReembedArgs),
     /// Outgoing mail: `memvault mail outbox` lists what was written to the outbox (the
     /// server sends there when no `mail.smtp_url` is set).
     #[command(subcommand)]
@@ -97,7 +97,7 @@ pub fn run() -> ExitCode {
             });
         }
         Some(Command::Bench(args)) => {
-            return match crate::bench::run(args) {
+            return match memvault_tools::bench::run(args) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     eprintln!("memvault bench: {error}");
@@ -106,7 +106,7 @@ pub fn run() -> ExitCode {
             };
         }
         Some(Command::Eval(args)) => {
-            return match crate::eval::run(args) {
+            return match memvault_tools::eval::run(args) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     eprintln!("memvault eval: {error}");
@@ -115,7 +115,7 @@ pub fn run() -> ExitCode {
             };
         }
         Some(Command::Reembed(args)) => {
-            return match crate::reembed::run(args) {
+            return match memvault_tools::reembed::run(args) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     eprintln!("memvault reembed: {error}");
@@ -191,7 +191,7 @@ fn print_outbox(args: ServeArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn load_config(args: &ServeArgs) -> Result<Config, crate::config::ConfigError> {
+fn load_config(args: &ServeArgs) -> Result<Config, memvault_server::config::ConfigError> {
     let mut config = Config::load(
         args.config.as_deref(),
         Path::new("config.toml"),
@@ -213,7 +213,7 @@ fn load_config(args: &ServeArgs) -> Result<Config, crate::config::ConfigError> {
 fn init_logging(config: &Config) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&config.log.filter))
-        .unwrap_or_else(|_| EnvFilter::new(crate::config::DEFAULT_LOG_FILTER));
+        .unwrap_or_else(|_| EnvFilter::new(memvault_server::config::DEFAULT_LOG_FILTER));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

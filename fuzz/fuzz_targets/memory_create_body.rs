@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|body: &[u8]| {
-    let _ = memvault::api::memories::parse_create_memory(body);
+    let _ = memvault_server::api::memories::parse_create_memory(body);
 });

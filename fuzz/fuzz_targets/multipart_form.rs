@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use memvault::api::files::{parse_form, FormPart, Read};
+use memvault_server::api::files::{parse_form, FormPart, Read};
 
 const BOUNDARY: &str = "fuzz-boundary-7f3a";
 

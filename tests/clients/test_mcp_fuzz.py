@@ -4,7 +4,7 @@ JSON-RPC endpoint does not say which messages are valid).
 Messages are drawn from four families: `tools/call` with arguments that satisfy the
 tool's own `inputSchema` (from `tools/list`), the same with one argument broken (dropped,
 retyped or unknown), other methods with random params, and arbitrary JSON bodies. For
-every one the server must answer by the wire rules in src/api/mcp/mod.rs:
+every one the server must answer by the wire rules in server/src/api/mcp/mod.rs:
 
 - never a 5xx, and the server stays up;
 - a request (it has an id) gets 200 with one JSON-RPC response echoing the id, or 400 for

@@ -13,7 +13,7 @@ use crate::support::{expect_status, start_in_process, tenant_on, unique, Client,
 
 fn server_with(
     sink: &SmtpSink,
-    configure: impl FnOnce(&mut memvault::config::Config),
+    configure: impl FnOnce(&mut memvault_server::config::Config),
 ) -> TestServer {
     let url = sink.url();
     start_in_process(move |config| {

@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use memvault::config::Config;
-use memvault_connectors::fakes::{self, oauth::OAuthServer, FakeServer};
 use memvault_connectors::ProviderKind;
+use memvault_fake_providers::{self as fakes, oauth::OAuthServer, FakeServer};
+use memvault_server::config::Config;
 use serde_json::{json, Value};
 
 use crate::support::{
@@ -51,6 +51,10 @@ impl Fakes {
         for (kind, server) in &self.servers {
             let section = provider_section(config, *kind);
             section.base_url = Some(server.base_url.clone());
+            // The fakes take any pace: a sync here waits on nothing but the fake (Slack's
+            // production pace alone, 50 calls a minute, made this file two minutes longer).
+            section.requests_per_second = Some(500.0);
+            section.burst = Some(50.0);
         }
         config.connectors.allow_private_targets = true;
         // Reconcile on every sync; the scheduler stays out of the way.
@@ -74,7 +78,7 @@ async fn start_fake(kind: ProviderKind, records: usize) -> FakeServer {
 fn provider_section(
     config: &mut Config,
     kind: ProviderKind,
-) -> &mut memvault::config::ConnectorProviderConfig {
+) -> &mut memvault_server::config::ConnectorProviderConfig {
     let connectors = &mut config.connectors;
     match kind {
         ProviderKind::Slack => &mut connectors.slack,
@@ -672,8 +676,8 @@ fn oauth_connects_renews_the_token_before_a_sync_and_asks_to_reconnect_when_revo
 
 #[test]
 fn a_sync_killed_with_kill_9_resumes_from_its_checkpoint_without_duplicates() {
-    // Notion at its production pace (3 requests a second) with one block call per page:
-    // 40 pages take about 20 s, so the kill lands mid-walk.
+    // Notion paced at 8 requests a second (its production pace is 3) with one block call
+    // per page: 40 pages take about 10 s, so the kill lands mid-walk.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -684,6 +688,7 @@ fn a_sync_killed_with_kill_9_resumes_from_its_checkpoint_without_duplicates() {
     let base = fake.base_url.clone();
     let environment = [
         ("MEMVAULT__CONNECTORS__NOTION__BASE_URL", base.as_str()),
+        ("MEMVAULT__CONNECTORS__NOTION__REQUESTS_PER_SECOND", "8"),
         ("MEMVAULT__CONNECTORS__TICK_SECS", "1"),
     ];
     let mut first = environment.to_vec();

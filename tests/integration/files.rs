@@ -255,7 +255,7 @@ fn misbehaving_worker(directory: &Path) -> PathBuf {
 }
 
 /// Files, each of its own server: the shared one is never reconfigured.
-fn files_server(configure: impl FnOnce(&mut memvault::config::Config)) -> TestServer {
+fn files_server(configure: impl FnOnce(&mut memvault_server::config::Config)) -> TestServer {
     start_in_process(configure)
 }
 

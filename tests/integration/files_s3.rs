@@ -7,8 +7,8 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use memvault_blobs::s3_test_server::S3TestServer;
 use memvault_blobs::{BlobError, BlobKey, BlobStore, ObjectBlobStore, S3Config};
+use memvault_s3_test_server::S3TestServer;
 use reqwest::blocking::Client as HttpClient;
 use reqwest::Url;
 use serde_json::{json, Value};
@@ -33,6 +33,14 @@ fn setup() -> &'static Setup {
     SETUP.get_or_init(|| {
         let s3 = S3TestServer::start();
         let bucket = s3.bucket(BUCKET);
+        let bucket = S3Config {
+            endpoint_url: Some(bucket.endpoint_url),
+            bucket: bucket.bucket,
+            region: bucket.region,
+            access_key: bucket.access_key,
+            secret_key: bucket.secret_key,
+            force_path_style: true,
+        };
         let memvault = start_in_process(|config| {
             config.blobs.backend = "s3".into();
             config.blobs.endpoint_url = bucket.endpoint_url.clone();
@@ -174,7 +182,11 @@ fn decode(path: &str) -> String {
 /// Whether the bucket holds `key`, asked of the S3 server with the bucket's credentials.
 fn object_exists(key: &BlobKey) -> bool {
     let store = ObjectBlobStore::s3(&setup().bucket).unwrap();
-    match memvault_blobs::blob_suite::block_on(store.head(key)) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    match runtime.block_on(store.head(key)) {
         Ok(_) => true,
         Err(BlobError::NotFound { .. }) => false,
         Err(error) => panic!("HEAD {key}: {error}"),

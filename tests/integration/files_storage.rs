@@ -8,8 +8,8 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use memvault_blobs::s3_test_server::S3TestServer;
-use memvault_blobs::S3Config;
+use memvault_s3_test_server::Bucket;
+use memvault_s3_test_server::S3TestServer;
 use reqwest::blocking::Client as HttpClient;
 use reqwest::Url;
 use serde_json::{json, Value};
@@ -46,7 +46,7 @@ fn anonymous() -> HttpClient {
         .unwrap()
 }
 
-fn body_for(bucket: &S3Config) -> Value {
+fn body_for(bucket: &Bucket) -> Value {
     json!({
         "backend": "s3",
         "endpoint_url": bucket.endpoint_url,

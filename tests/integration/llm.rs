@@ -2,7 +2,7 @@
 //! LLM are local fake OpenAI-compatible servers that speak the chat-completions wire
 //! format, scripted reply by reply.
 
-use memvault_llm::testing::{FakeLlmServer, FakeReply};
+use memvault_fake_llm::{FakeLlmServer, FakeReply};
 use serde_json::{json, Value};
 
 use crate::support::{expect_error, expect_status, start_in_process, tenant_on, unique, Client};

@@ -1,7 +1,7 @@
 //! Operator endpoints (admin-flagged tenants only): metrics, usage, connectors and
 //! analytics; who may read them, their query validation, and what they count.
 
-use memvault_llm::testing::{FakeLlmServer, FakeReply};
+use memvault_fake_llm::{FakeLlmServer, FakeReply};
 use serde_json::{json, Value};
 
 use crate::support::{

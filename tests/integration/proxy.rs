@@ -11,7 +11,7 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use memvault_llm::testing::{FakeLlmServer, FakeReply, RecordedRequest};
+use memvault_fake_llm::{FakeLlmServer, FakeReply, RecordedRequest};
 use serde_json::{json, Value};
 
 use crate::support::{

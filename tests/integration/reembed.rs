@@ -145,7 +145,7 @@ async fn embeddings(
 
 /// The bench's stand-in model: word overlap is similarity, vectors not normalised.
 fn bag_of_words(text: &str) -> Vec<f32> {
-    memvault::bench::fake_embeddings::bag_of_words(text, FAKE_DIMENSIONS)
+    memvault_tools::bench::fake_embeddings::bag_of_words(text, FAKE_DIMENSIONS)
 }
 
 fn health(client: &Client, collection: &str) -> Value {

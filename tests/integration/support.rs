@@ -8,8 +8,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use memvault::config::Config;
-use memvault::server;
+use memvault_server::config::Config;
+use memvault_server::server;
 use memvault_types::clock::{Clock, SystemClock};
 use memvault_types::ErrorCode;
 use reqwest::blocking::{Client as HttpClient, Response};
@@ -37,6 +37,48 @@ impl TestServer {
 pub fn shared() -> &'static TestServer {
     static SERVER: OnceLock<TestServer> = OnceLock::new();
     SERVER.get_or_init(|| start_in_process(|_| {}))
+}
+
+/// A shared server whose embedding model is a hashed bag of words behind a local
+/// OpenAI-compatible `/embeddings` endpoint (the bench's, [`word_embeddings`]): for the
+/// tests of bulk machinery (tens of thousands of memories exported and imported, filters
+/// over thousands), where the model's answers are not what is tested and the real one
+/// would spend minutes of both cores. Word overlap is similarity, so searches still
+/// find what shares the query's words.
+pub fn word_embedding_server() -> &'static TestServer {
+    static SERVER: OnceLock<TestServer> = OnceLock::new();
+    SERVER.get_or_init(|| start_in_process(word_embeddings))
+}
+
+/// Points `config`'s embedding at the bag-of-words endpoint, started on first use.
+pub fn word_embeddings(config: &mut Config) {
+    static ENDPOINT: OnceLock<String> = OnceLock::new();
+    let base_url = ENDPOINT.get_or_init(|| {
+        let (sender, receiver) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("word-embeddings".to_owned())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                runtime.block_on(async move {
+                    let base_url = memvault_tools::bench::fake_embeddings::start()
+                        .await
+                        .expect("the bag-of-words endpoint starts");
+                    sender.send(base_url).expect("send");
+                    std::future::pending::<()>().await;
+                });
+            })
+            .expect("spawn the bag-of-words endpoint");
+        receiver
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the bag-of-words endpoint did not start")
+    });
+    config.embedding.provider = memvault_server::config::EmbeddingProvider::Openai;
+    config.embedding.base_url = Some(base_url.clone());
+    config.embedding.model = Some(memvault_tools::bench::fake_embeddings::MODEL.to_owned());
+    config.embedding.api_key = Some("sk-words".to_owned());
 }
 
 /// A server of its own, in this process, with the configuration adjusted by `configure`

@@ -3,7 +3,7 @@
 //! 403 `tier_limit_reached` and writes nothing; deleting makes room again; tiers without
 //! limits are unlimited; the operator's `admin/usage` counts what each tier holds.
 
-use memvault::config::{TierConfig, TiersConfig};
+use memvault_server::config::{TierConfig, TiersConfig};
 use serde_json::{json, Value};
 
 use crate::support::{expect_status, memories_path, start_in_process, unique, Client, TestServer};

@@ -9,18 +9,17 @@
 //!   for rate limits and server failures.
 //! - [`oauth`]: authorize URLs, the code exchange and the refresh, in each provider's shape.
 //! - [`providers`]: one file per provider.
-//! - `fakes` (feature `fakes`): stateful local servers in each provider's wire format.
+//!
+//! Fake servers of every provider, for tests, are in `memvault-fake-providers`.
 
 pub mod engine;
-#[cfg(feature = "fakes")]
-pub mod fakes;
 pub mod http;
 pub mod oauth;
 pub mod provider;
 pub mod providers;
 
 pub use engine::{Checkpoint, Cursor, Report, RunLimits, Sink, SyncError};
-pub use http::Http;
+pub use http::{Budget, Http};
 pub use provider::{
     Change, Context, Credentials, Page, Provider, ProviderError, ProviderKind, Record, Window,
 };

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use memvault_connectors::engine::{self, Checkpoint, Cursor, RunLimits, Sink};
-use memvault_connectors::fakes::{CallKind, FakeServer, FaultKind};
 use memvault_connectors::http::{Http, Retries};
 use memvault_connectors::provider::{Context, Credentials, ProviderError, Record};
 use memvault_connectors::providers::provider;
 use memvault_connectors::SyncError;
+use memvault_fake_providers::{CallKind, FakeServer, FaultKind};
 
 /// memvault's side, in memory: record id -> (record, hash), the checkpoint, write counts.
 #[derive(Default)]
@@ -456,31 +456,31 @@ macro_rules! scenarios {
 
 scenarios!(
     linear,
-    memvault_connectors::fakes::linear::start,
+    memvault_fake_providers::linear::start,
     retry_after = true
 );
 
 scenarios!(
     slack,
-    memvault_connectors::fakes::slack::start,
+    memvault_fake_providers::slack::start,
     retry_after = true
 );
 
 // HubSpot's rate-limit answer carries no Retry-After: the client backs off on its own.
 scenarios!(
     hubspot,
-    memvault_connectors::fakes::hubspot::start,
+    memvault_fake_providers::hubspot::start,
     retry_after = false
 );
 
 scenarios!(
     notion,
-    memvault_connectors::fakes::notion::start,
+    memvault_fake_providers::notion::start,
     retry_after = true
 );
 scenarios!(
     confluence,
-    memvault_connectors::fakes::confluence::start,
+    memvault_fake_providers::confluence::start,
     retry_after = true
 );
 
@@ -492,7 +492,7 @@ fn stored_ids(h: &Harness) -> std::collections::BTreeSet<String> {
 
 #[tokio::test]
 async fn notion_database_id_narrows_the_sync_to_its_pages() {
-    use memvault_connectors::fakes::notion::{self, DATABASE_ID};
+    use memvault_fake_providers::notion::{self, DATABASE_ID};
     let mut h = Harness::new(notion::start(2)).await;
     let inside: Vec<_> = (0..3).map(|_| h.server.add_in(DATABASE_ID)).collect();
     h.server.config = serde_json::json!({"database_id": DATABASE_ID});
@@ -546,7 +546,7 @@ async fn notion_database_id_narrows_the_sync_to_its_pages() {
 
 #[tokio::test]
 async fn notion_search_stops_at_the_first_page_older_than_the_window() {
-    let h = Harness::new(memvault_connectors::fakes::notion::start(5)).await;
+    let h = Harness::new(memvault_fake_providers::notion::start(5)).await;
     {
         let mut state = h.server.fake.lock();
         let hour_ago = chrono::Utc::now() - chrono::Duration::hours(1);
@@ -575,7 +575,7 @@ async fn notion_search_stops_at_the_first_page_older_than_the_window() {
 
 #[tokio::test]
 async fn confluence_space_key_narrows_the_sync_to_the_space() {
-    use memvault_connectors::fakes::confluence::{self, OTHER_SPACE_KEY, SPACE_KEY};
+    use memvault_fake_providers::confluence::{self, OTHER_SPACE_KEY, SPACE_KEY};
     let mut h = Harness::new(confluence::start(3)).await;
     let outside: Vec<_> = (0..2).map(|_| h.server.add_in(OTHER_SPACE_KEY)).collect();
     let inside: std::collections::BTreeSet<String> = h
@@ -621,12 +621,12 @@ async fn confluence_space_key_narrows_the_sync_to_the_space() {
 
 scenarios!(
     gdrive,
-    memvault_connectors::fakes::gdrive::start,
+    memvault_fake_providers::gdrive::start,
     retry_after = false
 );
 scenarios!(
     gmail,
-    memvault_connectors::fakes::gmail::start,
+    memvault_fake_providers::gmail::start,
     retry_after = false,
     skip_edit
 );
@@ -634,7 +634,7 @@ scenarios!(
 /// `config.folder_id` narrows a Drive sync (and its reconciliation) to the folder's files.
 #[tokio::test]
 async fn gdrive_folder_id_narrows_the_sync() {
-    let mut server = memvault_connectors::fakes::gdrive::start(2).await;
+    let mut server = memvault_fake_providers::gdrive::start(2).await;
     let inside: Vec<_> = (0..3).map(|_| server.add_in("1FolderInside")).collect();
     let outside = server.add_in("1FolderOutside");
     server.config = serde_json::json!({"folder_id": "1FolderInside"});
@@ -670,7 +670,7 @@ async fn gdrive_folder_id_narrows_the_sync() {
 /// reconciliation.
 #[tokio::test]
 async fn gdrive_a_trashed_file_is_deleted_by_the_incremental_sync() {
-    let h = Harness::new(memvault_connectors::fakes::gdrive::start(5)).await;
+    let h = Harness::new(memvault_fake_providers::gdrive::start(5)).await;
     h.sync().await.expect("the first sync");
     let target = h.server.fake.live()[3].clone();
     h.server.fake.delete(&target.id);
@@ -683,7 +683,7 @@ async fn gdrive_a_trashed_file_is_deleted_by_the_incremental_sync() {
 /// `config.query` narrows a Gmail sync (and its reconciliation) to the matching messages.
 #[tokio::test]
 async fn gmail_query_narrows_the_sync() {
-    let mut server = memvault_connectors::fakes::gmail::start(6).await;
+    let mut server = memvault_fake_providers::gmail::start(6).await;
     // The fake's authors take turns: records 0 and 3 are Ada Lovelace's.
     let ada: Vec<_> = server
         .fake

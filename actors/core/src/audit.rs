@@ -5,12 +5,19 @@
 //! queue and a writer task appends what has queued up in one durable batch. If the queue
 //! is full (the store is far behind) the entry is dropped and counted, so a slow disk
 //! never holds up requests. Entries older than the retention are pruned hourly.
+//!
+//! The writer is a [`Resident`] loop: a panic in it is restarted by the service's restart
+//! policy and takes up the queue where it stopped (the batch it was writing is lost and
+//! logged).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
+use memvault_jobs::Resident;
 use memvault_storage::{AuditEntry, Store};
-use tokio::sync::{mpsc, oneshot};
+use memvault_types::RestartPolicy;
+use tokio::sync::{mpsc, oneshot, Mutex};
 
 /// Entries waiting for the writer before new ones are dropped.
 const QUEUE_CAPACITY: usize = 10_000;
@@ -26,20 +33,29 @@ enum Command {
 pub struct AuditLog {
     queue: mpsc::Sender<Command>,
     dropped: Arc<AtomicU64>,
-    /// The writer and the pruner; stopped at shutdown so nothing holds the store.
-    tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// The writer; stopped at shutdown so nothing holds the store.
+    writer: Resident,
 }
 
 impl AuditLog {
-    /// Starts the writer task (pruning is a recurring task of the service's scheduler).
-    pub fn start(store: Arc<dyn Store>) -> Self {
+    /// Starts the writer (pruning is a recurring task of the service's scheduler).
+    pub fn start(store: Arc<dyn Store>, policy: RestartPolicy) -> Self {
         let (queue, commands) = mpsc::channel(QUEUE_CAPACITY);
-        let tasks = vec![tokio::spawn(write_batches(store, commands))];
+        let commands = Arc::new(Mutex::new(commands));
+        let writer = Resident::start("audit_writer", policy, move || {
+            let (store, commands) = (store.clone(), commands.clone());
+            async move { write_batches(store, &mut *commands.lock().await).await }
+        });
         Self {
             queue,
             dropped: Arc::new(AtomicU64::new(0)),
-            tasks: std::sync::Mutex::new(tasks),
+            writer,
         }
+    }
+
+    /// The writer, for the operator's view of supervision.
+    pub fn writer(&self) -> &Resident {
+        &self.writer
     }
 
     /// Queues one entry; never waits.
@@ -72,22 +88,17 @@ impl AuditLog {
 }
 
 impl AuditLog {
-    /// Stores what is queued, then stops the writer and the pruner (shutdown); entries
-    /// recorded afterwards are dropped.
+    /// Stores what is queued, then stops the writer (shutdown); entries recorded
+    /// afterwards are dropped.
     pub async fn stop(&self) {
-        self.flush().await;
-        let tasks: Vec<_> = match self.tasks.lock() {
-            Ok(mut tasks) => tasks.drain(..).collect(),
-            Err(poisoned) => poisoned.into_inner().drain(..).collect(),
-        };
-        for task in tasks {
-            task.abort();
-            let _ = task.await;
+        if self.writer.is_running() {
+            let _ = tokio::time::timeout(Duration::from_secs(30), self.flush()).await;
         }
+        self.writer.stop().await;
     }
 }
 
-async fn write_batches(store: Arc<dyn Store>, mut commands: mpsc::Receiver<Command>) {
+async fn write_batches(store: Arc<dyn Store>, commands: &mut mpsc::Receiver<Command>) {
     while let Some(first) = commands.recv().await {
         let mut entries = Vec::new();
         let mut waiting = Vec::new();

@@ -233,15 +233,27 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use memvault_llm::testing::{FakeLlmServer, FakeReply};
-    use memvault_llm::OpenAiClient;
+    use memvault_fake_llm::{FakeLlmServer, FakeReply};
+    use memvault_llm::{LlmConfig, OpenAiClient};
 
     fn now() -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2025, 3, 14, 9, 30, 0).unwrap()
     }
 
+    /// No key, 5 s timeout, 2 retries, 10 ms backoff.
+    fn config(server: &FakeLlmServer) -> LlmConfig {
+        LlmConfig {
+            base_url: server.base_url(),
+            model: "extractor".to_owned(),
+            api_key: None,
+            timeout: std::time::Duration::from_secs(5),
+            max_retries: 2,
+            backoff: std::time::Duration::from_millis(10),
+        }
+    }
+
     fn client(server: &FakeLlmServer) -> OpenAiClient {
-        OpenAiClient::new(server.config("extractor")).unwrap()
+        OpenAiClient::new(config(server)).unwrap()
     }
 
     fn usage(prompt_tokens: u64, completion_tokens: u64) -> TokenUsage {
@@ -470,7 +482,7 @@ mod tests {
     #[tokio::test]
     async fn a_failing_first_call_is_an_llm_error_with_no_usage() {
         let server = FakeLlmServer::start();
-        let mut config = server.config("extractor");
+        let mut config = config(&server);
         config.max_retries = 0;
         server.push(FakeReply::text(500, "down"));
         let error = extract(&OpenAiClient::new(config).unwrap(), "hello", now())

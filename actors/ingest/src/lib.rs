@@ -90,8 +90,8 @@
 //! Any other death is `Crashed` with the signal named (SIGSEGV, SIGABRT, a stack overflow)
 //! and the end of the child's stderr (2 KiB); a non-zero exit likewise; stdout that is not
 //! an answer is `Protocol`. A clean extraction failure is `Failed(IngestError)`, the same
-//! error as in process. Unix only. The test binary `memvault-ingest-worker` (feature
-//! `fault-injection`, turned on only by this crate's own dev-dependency on itself) is
+//! error as in process. Unix only. The test binary `memvault-ingest-worker` (a binary of
+//! this package, which the server never builds: it depends on the library) is
 //! `serve_worker` plus `--fault panic|abort|overflow|hang|spin|allocate|garbage`, injected
 //! through [`worker::serve_worker_with`]; the production path has no fault switch.
 //!

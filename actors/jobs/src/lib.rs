@@ -19,6 +19,9 @@
 //!   restarts and pauses in [`JobMetrics`].
 //! - **Recurring work** (pruning, syncs on a schedule) runs on the [`Scheduler`]: due
 //!   times with jitter, failures counted.
+//! - **Resident loops** (the audit writer, the webhook event recorder) run as a
+//!   [`Resident`]: restarted after a panic by the one `RestartPolicy`, degraded when they
+//!   keep failing.
 //!
 //! Workers receive only what their kind holds (a store, a client, a writer), never the
 //! service facade.
@@ -29,6 +32,7 @@
 //! - [`queue`]: [`JobQueue`], the handle, and its supervisor and worker actors.
 //! - [`metrics`]: [`JobMetrics`] and the snapshot the operator endpoint shows.
 //! - [`scheduler`]: [`Scheduler`] for recurring work.
+//! - [`resident`]: [`Resident`], a long-lived loop under supervision.
 //! - [`blocking`](mod@blocking): a job's store work off the async threads, failing as a
 //!   [`Failure`].
 
@@ -36,6 +40,7 @@ pub mod blocking;
 pub mod kind;
 pub mod metrics;
 pub mod queue;
+pub mod resident;
 pub mod scheduler;
 
 pub use blocking::blocking;
@@ -43,4 +48,5 @@ pub use kind::{JobKind, Outcome, PausePolicy, Pending, RetryPolicy};
 pub use memvault_types::{Backoff, Failure};
 pub use metrics::{JobMetrics, JobMetricsSnapshot};
 pub use queue::{JobError, JobQueue};
+pub use resident::Resident;
 pub use scheduler::{Recurring, RecurringSnapshot, Scheduler};

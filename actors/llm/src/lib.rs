@@ -7,7 +7,8 @@
 //!
 //! - [`openai`]: the HTTP client: bearer auth, per-request timeout, bounded retries.
 //! - [`prompts`]: query rewrite, rerank, profile and summary prompts and parsers.
-//! - `testing` (tests, or the `testing` feature): a scripted fake OpenAI-compatible server.
+//!
+//! The scripted fake OpenAI-compatible server the tests talk to is `memvault-fake-llm`.
 
 use std::fmt;
 use std::ops::{Add, AddAssign};
@@ -18,8 +19,6 @@ use serde::{Deserialize, Serialize};
 
 pub mod openai;
 pub mod prompts;
-#[cfg(any(test, feature = "testing"))]
-pub mod testing;
 
 pub use openai::OpenAiClient;
 pub use prompts::{
@@ -294,9 +293,24 @@ pub fn truncate_chars(text: &str, max: usize) -> &str {
     }
 }
 
+/// A client configuration for a fake server, for tests: no key, 5 s timeout, 2 retries,
+/// 10 ms backoff.
+#[cfg(test)]
+fn test_config(server: &memvault_fake_llm::FakeLlmServer, model: &str) -> LlmConfig {
+    LlmConfig {
+        base_url: server.base_url(),
+        model: model.to_owned(),
+        api_key: None,
+        timeout: Duration::from_secs(5),
+        max_retries: 2,
+        backoff: Duration::from_millis(10),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::testing::{FakeLlmServer, FakeReply};
+    use memvault_fake_llm::{FakeLlmServer, FakeReply};
+
     use super::*;
 
     #[test]
@@ -370,7 +384,7 @@ mod tests {
     async fn self_test_accepts_a_json_reply() {
         let server = FakeLlmServer::start();
         server.push(FakeReply::chat_with_usage(r#"{"ok": true}"#, 12, 3));
-        let client = OpenAiClient::new(server.config("test-model")).unwrap();
+        let client = OpenAiClient::new(test_config(&server, "test-model")).unwrap();
         let usage = self_test(&client).await.unwrap();
         assert_eq!(
             usage,
@@ -387,7 +401,7 @@ mod tests {
     async fn self_test_rejects_a_non_json_reply() {
         let server = FakeLlmServer::start();
         server.push(FakeReply::chat("OK! Everything works."));
-        let client = OpenAiClient::new(server.config("test-model")).unwrap();
+        let client = OpenAiClient::new(test_config(&server, "test-model")).unwrap();
         let error = self_test(&client).await.unwrap_err();
         assert!(matches!(error, LlmError::InvalidResponse(_)), "{error}");
         assert!(error.to_string().contains("JSON"));
@@ -400,7 +414,7 @@ mod tests {
             401,
             serde_json::json!({"error": {"message": "Incorrect API key provided"}}),
         ));
-        let client = OpenAiClient::new(server.config("test-model")).unwrap();
+        let client = OpenAiClient::new(test_config(&server, "test-model")).unwrap();
         let error = self_test(&client).await.unwrap_err();
         assert!(
             matches!(error, LlmError::Status { status: 401, .. }),

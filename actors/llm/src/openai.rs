@@ -455,8 +455,9 @@ fn describe(error: reqwest::Error) -> String {
 mod tests {
     use std::time::Instant;
 
-    use super::super::testing::{FakeLlmServer, FakeReply};
-    use super::super::ChatMessage;
+    use memvault_fake_llm::{FakeLlmServer, FakeReply};
+
+    use super::super::{test_config, ChatMessage};
     use super::*;
 
     fn request() -> ChatRequest {
@@ -469,14 +470,14 @@ mod tests {
     }
 
     fn client(server: &FakeLlmServer) -> OpenAiClient {
-        OpenAiClient::new(server.config("test-model")).unwrap()
+        OpenAiClient::new(test_config(server, "test-model")).unwrap()
     }
 
     #[tokio::test]
     async fn success_reports_content_model_and_usage() {
         let server = FakeLlmServer::start();
         server.push(FakeReply::chat_with_usage("hello there", 21, 7));
-        let mut config = server.config("test-model");
+        let mut config = test_config(&server, "test-model");
         config.api_key = Some("sk-test-key".to_owned());
         let client = OpenAiClient::new(config).unwrap();
 
@@ -531,7 +532,7 @@ mod tests {
     async fn a_trailing_slash_in_the_base_url_is_fine() {
         let server = FakeLlmServer::start();
         server.push(FakeReply::chat("ok"));
-        let mut config = server.config("test-model");
+        let mut config = test_config(&server, "test-model");
         config.base_url.push('/');
         let client = OpenAiClient::new(config).unwrap();
         assert!(client.endpoint().ends_with("/v1/chat/completions"));
@@ -643,7 +644,7 @@ mod tests {
         let server = FakeLlmServer::start();
         let long = format!("bad key sk-secret-value {}", "x".repeat(2000));
         server.push(FakeReply::text(401, long));
-        let mut config = server.config("test-model");
+        let mut config = test_config(&server, "test-model");
         config.api_key = Some("sk-secret-value".to_owned());
         let error = OpenAiClient::new(config)
             .unwrap()
@@ -662,7 +663,7 @@ mod tests {
     async fn a_slow_endpoint_times_out() {
         let server = FakeLlmServer::start();
         server.push(FakeReply::chat("too late").delay(Duration::from_secs(5)));
-        let mut config = server.config("test-model");
+        let mut config = test_config(&server, "test-model");
         config.timeout = Duration::from_millis(200);
         config.max_retries = 0;
         let error = OpenAiClient::new(config)
@@ -680,7 +681,7 @@ mod tests {
         let server = FakeLlmServer::start();
         server.push(FakeReply::chat("too late").delay(Duration::from_secs(5)));
         server.push(FakeReply::chat("in time"));
-        let mut config = server.config("test-model");
+        let mut config = test_config(&server, "test-model");
         config.timeout = Duration::from_millis(200);
         let response = OpenAiClient::new(config)
             .unwrap()
@@ -724,7 +725,7 @@ mod tests {
         ));
         server.push(FakeReply::chat("ok"));
         server.push(FakeReply::chat("ok again"));
-        let mut config = server.config("test-model");
+        let mut config = test_config(&server, "test-model");
         config.max_retries = 0;
         let client = OpenAiClient::new(config).unwrap();
         let tuned = ChatRequest {
@@ -767,7 +768,7 @@ mod tests {
                    "usage": {"prompt_tokens": 9, "completion_tokens": 2}}),
         ));
         server.push(FakeReply::chat("again"));
-        let mut config = server.config("test-model");
+        let mut config = test_config(&server, "test-model");
         config.api_key = Some("sk-platform".to_owned());
         let client = OpenAiClient::new(config).unwrap();
 

@@ -54,9 +54,17 @@ pub async fn start(service: &Memvault, settings: ConnectorSettings) -> Result<Co
     };
     let workers = settings.concurrent_runs.max(1);
     let tick = settings.tick;
+    let http = settings
+        .providers
+        .iter()
+        .filter_map(|(kind, provider)| Some((*kind, provider.budget?)))
+        .fold(
+            memvault_connectors::Http::standard(),
+            |http, (kind, budget)| http.with_budget(kind, budget),
+        );
     let runtime = Arc::new(Runtime {
         settings,
-        http: memvault_connectors::Http::standard(),
+        http,
         locks: connections::RunLocks::default(),
         queue: JobQueue::open().await.map_err(started)?,
         queued: QueuedSyncs::default(),

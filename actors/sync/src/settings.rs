@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use memvault_connectors::oauth::App;
 use memvault_connectors::provider::Provider;
-use memvault_connectors::ProviderKind;
+use memvault_connectors::{Budget, ProviderKind};
 use memvault_storage::{ConnectionRecord, ConnectionStatus};
 use rand::Rng;
 
@@ -25,16 +25,19 @@ pub const DEFAULT_INTERVAL_MINUTES: u64 = 60;
 pub const RUNS_KEPT: usize = 200;
 
 /// One provider's section of `[connectors.<provider>]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProviderSettings {
     /// The API root; None: the provider's real one.
     pub base_url: Option<String>,
     /// The OAuth app, when one is configured (client id and secret both set).
     pub app: Option<App>,
+    /// The pacing of calls; None: the provider's documented limits
+    /// ([`memvault_connectors::Budget::default_for`]).
+    pub budget: Option<Budget>,
 }
 
 /// `[connectors]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ConnectorSettings {
     pub providers: BTreeMap<ProviderKind, ProviderSettings>,
     /// Lets Confluence's `config.base_url` be a loopback or private address (tests).

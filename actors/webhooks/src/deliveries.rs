@@ -233,7 +233,7 @@ impl WebhookSettings {
 /// The broker subscriber that turns memory events into outbox deliveries and queues
 /// them; it ends when the broker closes, after the events published until then.
 pub async fn record_events(
-    mut events: mpsc::UnboundedReceiver<Arc<MemoryEvent>>,
+    events: &mut mpsc::UnboundedReceiver<Arc<MemoryEvent>>,
     store: Arc<dyn Store>,
     tenants: Arc<dyn WebhookDirectory>,
     queue: JobQueue<WebhookDeliveries>,

@@ -16,8 +16,9 @@
 //! - [`config`]: which backend to open; [`open_blob_store`] (here) opens it.
 //! - `blob_suite` (feature `testing`): one conformance suite, one `#[test]` per check for
 //!   each backend through [`blob_suite!`].
-//! - `s3_test_server` (feature `s3-test-server`): a real S3-compatible server (s3s over a
-//!   temporary directory, SigV4 verified) for the S3 backend's tests and the edge's.
+//!
+//! The S3 backend's tests (and the edge's) run against a real S3-compatible server,
+//! `memvault-s3-test-server` (s3s over a temporary directory, SigV4 verified).
 //!
 //! # Why this trait is async
 //!
@@ -45,8 +46,6 @@ mod s3;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod blob_suite;
-#[cfg(feature = "s3-test-server")]
-pub mod s3_test_server;
 
 pub use blob_store::{
     BlobEntry, BlobMeta, BlobStore, PutReceipt, DEFAULT_CONTENT_TYPE, MAX_PRESIGN_EXPIRY,

@@ -92,19 +92,30 @@ pub(crate) async fn presign(
         .map_err(|error| BlobError::Backend(error.to_string()))
 }
 
-#[cfg(all(test, feature = "s3-test-server"))]
+#[cfg(test)]
 mod tests {
     use bytes::Bytes;
+    use memvault_s3_test_server::{Bucket, S3TestServer};
     use memvault_storage::TenantId;
 
     use super::*;
     use crate::blob_store::BlobStore;
-    use crate::s3_test_server::S3TestServer;
+
+    fn config(bucket: Bucket) -> S3Config {
+        S3Config {
+            endpoint_url: Some(bucket.endpoint_url),
+            bucket: bucket.bucket,
+            region: bucket.region,
+            access_key: bucket.access_key,
+            secret_key: bucket.secret_key,
+            force_path_style: true,
+        }
+    }
 
     /// A store on a server of its own (kept alive with it).
     fn store() -> (ObjectBlobStore, S3TestServer) {
         let server = S3TestServer::start();
-        let store = ObjectBlobStore::s3(&server.bucket("memvault")).unwrap();
+        let store = ObjectBlobStore::s3(&config(server.bucket("memvault"))).unwrap();
         (store, server)
     }
 
@@ -289,7 +300,8 @@ mod tests {
     async fn a_wrong_secret_is_refused_by_the_server() {
         let server = S3TestServer::start();
         server.bucket("memvault");
-        let store = ObjectBlobStore::s3(&server.config("memvault", "not-the-secret")).unwrap();
+        let store =
+            ObjectBlobStore::s3(&config(server.config("memvault", "not-the-secret"))).unwrap();
         let key = key("denied.txt");
         assert!(matches!(
             store

@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 use std::thread;
 use std::time::Instant;
 
-use memvault_llm::testing::{FakeLlmServer, FakeReply};
+use memvault_fake_llm::{FakeLlmServer, FakeReply};
 
 use crate::support::{expect_status, Client};
 use fixtures::{set_up_tenant, KeyKind, Tenant, TENANT_LABELS};

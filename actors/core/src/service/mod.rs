@@ -25,7 +25,7 @@ mod tenants;
 mod webhooks;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -357,7 +357,7 @@ struct Inner {
     reembed_progress: ReembedProgress,
     /// The subscriber that turns events into outbox deliveries; awaited at shutdown so
     /// the last writes' events reach the outbox.
-    webhook_recorder: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    webhook_recorder: memvault_jobs::Resident,
     /// Recurring work: job and audit pruning.
     scheduler: Scheduler,
     /// Request, stage and cache figures for the operator metrics endpoint.
@@ -417,12 +417,19 @@ impl Memvault {
             "the webhook delivery queue",
         )
         .await?;
-        let recorder = tokio::spawn(record_events(
-            events.subscribe(),
-            store.clone(),
-            published_webhooks,
-            webhooks.clone(),
-        ));
+        let recorder = {
+            let subscription = Arc::new(tokio::sync::Mutex::new(events.subscribe()));
+            let (store, webhooks) = (store.clone(), webhooks.clone());
+            memvault_jobs::Resident::start("webhook_recorder", config.restarts, move || {
+                let subscription = subscription.clone();
+                let (store, directory, webhooks) =
+                    (store.clone(), published_webhooks.clone(), webhooks.clone());
+                async move {
+                    let mut subscription = subscription.lock().await;
+                    record_events(&mut subscription, store, directory, webhooks).await;
+                }
+            })
+        };
         // After the root actor: the jobs are the collections it loaded on another model.
         let reembed_progress = ReembedProgress::default();
         let reembed = start_queue(
@@ -460,7 +467,7 @@ impl Memvault {
                 what: "the Stripe client".to_owned(),
                 reason,
             })?;
-        let audit = AuditLog::start(store.clone());
+        let audit = AuditLog::start(store.clone(), config.restarts);
         let scheduler = Scheduler::new();
         schedule_pruning(&scheduler, &store, &config);
         let service = Self {
@@ -489,7 +496,7 @@ impl Memvault {
                 signups: tokio::sync::Mutex::new(()),
                 mail_limiter: memvault_types::rate_limit::FixedWindowLimiter::new(100_000),
                 stripe,
-                webhook_recorder: Mutex::new(Some(recorder)),
+                webhook_recorder: recorder,
                 scheduler,
                 metrics: Metrics::new(),
                 audit,
@@ -700,15 +707,10 @@ impl Memvault {
         // Last, so the events of the final writes reach the outbox (drained, not
         // dropped); attempts still in flight are sent again at the next start.
         self.inner.events.close();
-        let recorder = self
-            .inner
+        self.inner
             .webhook_recorder
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(recorder) = recorder {
-            let _ = tokio::time::timeout(Duration::from_secs(10), recorder).await;
-        }
+            .join(Duration::from_secs(10))
+            .await;
         self.inner.webhooks.stop().await;
     }
 

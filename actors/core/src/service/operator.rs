@@ -91,6 +91,8 @@ pub struct Supervision {
     pub degraded_tenants: u64,
     pub degraded_collections: u64,
     pub degraded_job_kinds: Vec<&'static str>,
+    /// Resident loops (the audit writer, the webhook recorder) that keep failing.
+    pub degraded_tasks: Vec<&'static str>,
     pub supervisors_down: Vec<&'static str>,
 }
 
@@ -99,6 +101,7 @@ impl Supervision {
         self.degraded_tenants > 0
             || self.degraded_collections > 0
             || !self.degraded_job_kinds.is_empty()
+            || !self.degraded_tasks.is_empty()
             || !self.supervisors_down.is_empty()
     }
 }
@@ -198,6 +201,13 @@ impl Operator {
                 .filter(|(_, running)| !running)
                 .map(|(kind, _)| kind),
         );
+        let residents = [inner.audit.writer(), &inner.webhook_recorder];
+        supervisors_down.extend(
+            residents
+                .iter()
+                .filter(|resident| !resident.is_running())
+                .map(|resident| resident.name()),
+        );
         Supervision {
             degraded_tenants: restarts.degraded_tenants,
             degraded_collections: restarts.degraded_collections,
@@ -205,6 +215,11 @@ impl Operator {
                 .iter()
                 .filter(|(_, metrics)| metrics.degraded)
                 .map(|(kind, _)| *kind)
+                .collect(),
+            degraded_tasks: residents
+                .iter()
+                .filter(|resident| resident.is_degraded())
+                .map(|resident| resident.name())
                 .collect(),
             supervisors_down,
         }

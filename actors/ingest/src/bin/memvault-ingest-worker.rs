@@ -1,6 +1,7 @@
 //! The extraction worker of this crate's tests: [`serve_worker`] on stdin and stdout, as
-//! `memvault ingest-worker` runs it, plus faults on demand. Built only with the
-//! `fault-injection` feature, which only this crate's tests turn on.
+//! `memvault ingest-worker` runs it, plus faults on demand. A binary of this package
+//! only, which `cargo test` builds for its tests; the server depends on the library and
+//! never builds it.
 //!
 //! `--fault NAME` picks a fault (an argument, so a test's [`Worker`] carries it in its
 //! `args` and no environment is shared between tests). It is injected in place of the

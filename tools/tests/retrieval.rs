@@ -1,0 +1,119 @@
+//! Retrieval quality floors: `memvault eval` on the three public evaluation sets next to the
+//! repository (`../shared/data`: BEIR MS MARCO 5k, BEIR business reports, LoCoMo dev) must
+//! keep every set's scores per mode at or above what was measured, hybrid within 0.005 of
+//! the better single mode on every set, and hybrid above both single modes on average.
+//!
+//! The scores are deterministic (same model, same data, same insertion order), so a floor a
+//! little below the measured value (0.002) fails only on a real change. A change that
+//! improves a score should raise its floor. Its own test binary: it loads ~10,000 texts
+//! through the embedding model (minutes on two cores), and cargo runs test binaries one
+//! after another, so it does not compete with the HTTP tests for the cores.
+
+use std::path::PathBuf;
+
+use memvault_tools::eval::set::SetKind;
+use memvault_tools::eval::{score_modes, SetScores};
+
+/// What a floor sits below the measured value.
+const MARGIN: f64 = 0.002;
+/// How far hybrid may fall below the better of vector and text on a set's headline.
+const HYBRID_SLACK: f64 = 0.005;
+
+/// Measured (set, mode, nDCG@10, Recall@10) with the default fusion; Recall@10 is evidence
+/// Recall@10 on LoCoMo.
+const MEASURED: &[(&str, &str, f64, f64)] = &[
+    ("beir-msmarco-5k", "vector", 0.7977, 0.2197),
+    ("beir-msmarco-5k", "text", 0.7208, 0.2195),
+    ("beir-msmarco-5k", "hybrid", 0.7970, 0.2237),
+    ("beir-business-reports", "vector", 0.0774, 0.0316),
+    ("beir-business-reports", "text", 0.0909, 0.0395),
+    ("beir-business-reports", "hybrid", 0.0909, 0.0395),
+    ("locomo-dev", "vector", 0.3026, 0.4372),
+    ("locomo-dev", "text", 0.4193, 0.5506),
+    ("locomo-dev", "hybrid", 0.4590, 0.6114),
+];
+
+fn data_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data")
+}
+
+fn set<'a>(scores: &'a [SetScores], name: &str) -> &'a SetScores {
+    scores
+        .iter()
+        .find(|set| set.set == name)
+        .unwrap_or_else(|| panic!("set {name} was not scored"))
+}
+
+#[test]
+fn every_public_set_keeps_its_floor_per_mode_and_hybrid_keeps_up_with_the_best_mode() {
+    let root = data_root();
+    assert!(
+        root.is_dir(),
+        "the public evaluation sets are read from {} (a clone next to shared/)",
+        root.display()
+    );
+    let scores = score_modes(&root).expect("eval");
+    let mut failures = Vec::new();
+    for (name, mode, ndcg, recall) in MEASURED {
+        let set = set(&scores, name);
+        let (_, row) = set
+            .rows
+            .iter()
+            .find(|(variant, _)| variant.label == *mode)
+            .unwrap_or_else(|| panic!("{name}: mode {mode} was not scored"));
+        if row.ndcg < ndcg - MARGIN {
+            failures.push(format!(
+                "{name} {mode}: nDCG@10 {:.4} < floor {:.4}",
+                row.ndcg,
+                ndcg - MARGIN
+            ));
+        }
+        if row.recall < recall - MARGIN {
+            failures.push(format!(
+                "{name} {mode}: Recall@10 {:.4} < floor {:.4}",
+                row.recall,
+                recall - MARGIN
+            ));
+        }
+    }
+    for set in &scores {
+        let measure = match set.kind {
+            SetKind::Beir => "nDCG@10",
+            SetKind::Conversations => "evidence Recall@10",
+        };
+        let headline = |mode: &str| {
+            set.headline(mode)
+                .unwrap_or_else(|| panic!("{}: mode {mode} was not scored", set.set))
+        };
+        let best_single = headline("vector").max(headline("text"));
+        let hybrid_labels: Vec<&str> = set
+            .rows
+            .iter()
+            .map(|(variant, _)| variant.label.as_str())
+            .filter(|label| label.starts_with("hybrid"))
+            .collect();
+        for label in hybrid_labels {
+            let hybrid = headline(label);
+            if hybrid < best_single - HYBRID_SLACK {
+                failures.push(format!(
+                    "{}: {label} {measure} {hybrid:.4} < best single mode {best_single:.4} - {HYBRID_SLACK}",
+                    set.set
+                ));
+            }
+        }
+    }
+    let mean = |mode: &str| {
+        scores
+            .iter()
+            .map(|set| set.headline(mode).unwrap_or(f64::NAN))
+            .sum::<f64>()
+            / scores.len() as f64
+    };
+    let (vector, text, hybrid) = (mean("vector"), mean("text"), mean("hybrid"));
+    if hybrid <= vector.max(text) {
+        failures.push(format!(
+            "mean headline: hybrid {hybrid:.4} is not above vector {vector:.4} and text {text:.4}"
+        ));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
