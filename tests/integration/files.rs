@@ -924,6 +924,20 @@ fn malformed_file_requests_are_client_errors_and_store_nothing() {
         let error: Value = response.json().unwrap();
         assert_eq!(error["code"], "validation_failed", "{path}: {error}");
     }
+    // A field given twice: one value or the other would be a guess.
+    let note = vec![("note.txt".to_owned(), b"a note".to_vec())];
+    let twice = send_form(
+        &client,
+        &format!("/v1/memory/collections/{}/drop", unique("twice")),
+        &note,
+        &[("async_ingest", "true"), ("async_ingest", "false")],
+    );
+    assert_eq!(twice.status(), 422);
+    let error: Value = twice.json().unwrap();
+    assert!(
+        error["detail"].as_str().unwrap().contains("more than once"),
+        "{error}"
+    );
     // Sizes beyond the schema's integer.
     let huge = json!([{"filename": "a.txt", "key": "x", "size": 9_223_372_036_854_775_808u64}]);
     for path in ["drop/presign", "drop/complete"] {

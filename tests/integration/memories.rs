@@ -372,6 +372,10 @@ fn invalid_patches_are_rejected_and_change_nothing() {
         json!({"unknown": 1}),
         json!({"metadata": "x"}),
         json!({}),
+        // A field given is a value: null would read as "clear it", which PATCH does not do.
+        json!({"metadata": null}),
+        json!({"text": "kept?", "importance": null}),
+        json!({"category": null}),
     ] {
         expect_error(client.patch(&path, &body), 422);
     }

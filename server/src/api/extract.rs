@@ -139,6 +139,17 @@ where
     }
 }
 
+/// A field that may be left out but, when given, is a value: `null` is refused as the
+/// wrong type (with `#[serde(default)]`, absent stays `None`). For bodies that change
+/// only the fields they give, where a `null` would read as "clear it".
+pub fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}
+
 /// [`optional_size`] for a size that must be given.
 pub fn size<'de, D>(deserializer: D) -> Result<u64, D::Error>
 where

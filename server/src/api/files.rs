@@ -828,6 +828,12 @@ async fn read_form(
                     known.join(", ")
                 )));
             }
+            FormPart::Field { name, .. } if form.fields.contains_key(&name) => {
+                discard_all(files, tenant, &form.files).await;
+                return Err(ApiError::Validation(format!(
+                    "part '{name}' is given more than once: it takes one value"
+                )));
+            }
             FormPart::Field { name, text } => {
                 form.fields.insert(name, Value::String(text));
             }

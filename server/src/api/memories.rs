@@ -25,7 +25,7 @@ use utoipa_axum::routes;
 use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Writer};
 use super::collections::{readable, writable, writable_or_new};
-use super::extract::{parse_json_object, ApiJson, ApiJsonArray, ApiPath, ApiQuery};
+use super::extract::{parse_json_object, present, ApiJson, ApiJsonArray, ApiPath, ApiQuery};
 use super::files::signed_memory;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -163,8 +163,8 @@ pub fn parse_create_memory(body: &[u8]) -> ApiResult<NewMemory> {
     parse_json_object::<CreateMemoryRequest>(body)?.validate()
 }
 
-/// Only the given fields change; at least one is needed. (A field given as null is left
-/// unchanged, as if absent.)
+/// Only the given fields change; at least one is needed, and a field given is a value
+/// (`null` is refused: leave the field out to keep it).
 // Its `minProperties: 1` is set in `api::openapi`: utoipa 5.5 writes `min_properties` as
 // `maxProperties`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -177,13 +177,17 @@ pub struct PatchMemoryRequest {
         max_length = 10000,
         pattern = r"[^\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
     )]
+    #[serde(default, deserialize_with = "present")]
     pub text: Option<String>,
     #[schema(nullable = false, minimum = 0.0, maximum = 1.0)]
+    #[serde(default, deserialize_with = "present")]
     pub importance: Option<f64>,
     #[schema(nullable = false, min_length = 1, max_length = 200)]
+    #[serde(default, deserialize_with = "present")]
     pub category: Option<String>,
     /// Replaces the metadata; at most 16 KiB as JSON.
     #[schema(value_type = Object, nullable = false, required = false)]
+    #[serde(default, deserialize_with = "present")]
     pub metadata: Option<Map<String, Value>>,
 }
 

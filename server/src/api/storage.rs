@@ -40,9 +40,10 @@ pub struct StorageConfigRequest {
     /// and ending with a letter or digit.
     #[schema(pattern = r"^[ \t\r\n]*[a-z0-9][a-z0-9.-]{1,61}[a-z0-9][ \t\r\n]*$")]
     pub bucket: String,
-    /// Default `us-east-1`.
+    /// Default `us-east-1`. A region name: letters, digits, `-`, `_` and `.` (it becomes
+    /// part of AWS's host name when no endpoint is given).
     #[serde(default)]
-    #[schema(pattern = r"^[ \t\r\n]*([!-~]{1,64}[ \t\r\n]*)?$")]
+    #[schema(pattern = r"^[ \t\r\n]*([A-Za-z0-9][A-Za-z0-9._-]{0,63}[ \t\r\n]*)?$")]
     pub region: Option<String>,
     #[schema(pattern = r"^[ \t\r\n]*[!-~]{1,256}[ \t\r\n]*$")]
     pub access_key: String,
@@ -109,6 +110,19 @@ impl StorageConfigRequest {
             .map(|region| trim_ascii_spaces(&region).to_owned())
             .filter(|region| !region.is_empty())
             .unwrap_or_else(|| "us-east-1".to_owned());
+        // Without an endpoint the region is part of AWS's host name, and a name that
+        // makes no URL made the S3 client panic (object_store expects a valid request).
+        let region_ok = region.starts_with(|char: char| char.is_ascii_alphanumeric())
+            && region
+                .chars()
+                .all(|char| char.is_ascii_alphanumeric() || matches!(char, '-' | '_' | '.'));
+        if !region_ok {
+            return Err(ApiError::Validation(
+                "region must be 1 to 64 letters, digits, '-', '_' or '.', starting with a letter \
+                 or digit"
+                    .to_owned(),
+            ));
+        }
         // The region and the access key go into the signed request's headers: visible
         // ASCII only (a control character there made the S3 client panic).
         for (field, value, max) in [
