@@ -9,7 +9,6 @@
 //! - [`service`]: [`Memvault`], the facade the HTTP edge calls, one method per use case.
 //! - [`agent`]: API keys as agent identities, and the key directory used to authenticate.
 //! - [`memory`]: what creating or changing a memory carries, and its validation rules.
-//! - [`metrics`]: per-route, per-stage and cache figures for the operator endpoints.
 //! - [`extraction`]: asynchronous remember as a job kind on `memvault-jobs`.
 //! - [`account`]: the accounts' settings (the account domain, the outbox included, is
 //!   `memvault-accounts`; erasure and imports are `memvault-portability`'s jobs).
@@ -25,7 +24,6 @@ pub mod embedders;
 pub mod error;
 pub mod extraction;
 pub mod memory;
-pub mod metrics;
 pub mod reembed;
 pub mod root;
 pub mod service;

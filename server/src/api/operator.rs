@@ -5,15 +5,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::pageviews::Pageviews;
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
-use memvault_core::metrics::{LatencySummary, MetricsSnapshot, Stage};
 use memvault_core::service::EmbeddingsOverview;
 use memvault_core::Operator;
 use memvault_intake::Intake;
 use memvault_jobs::{JobMetricsSnapshot, RecurringSnapshot};
+use memvault_metrics::{LatencySummary, MetricsSnapshot, Stage};
 use memvault_sync::Connections;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -24,6 +23,7 @@ use super::auth::Admin;
 use super::extract::ApiQuery;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::pageviews::Pageviews;
 
 /// Nested at `/v1/memory/admin`.
 pub fn routes() -> OpenApiRouter<AppState> {

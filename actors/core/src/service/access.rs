@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use memvault_storage::{CollectionName, CollectionRecord, GrantRecord, TenantId};
 
-use super::{Collections, Memvault};
+use super::tree::Tree;
+use super::Collections;
 use crate::agent::Agent;
 use crate::error::{Error, Result};
 use crate::tenant::TenantMessage;
@@ -191,14 +192,14 @@ impl CollectionGrants {
 /// the agent behind an API key.
 #[derive(Clone)]
 pub struct Authorizer {
-    pub(super) root: Memvault,
+    pub(super) tree: Tree,
 }
 
 impl Authorizer {
     /// The agent a background job writes as: the key `key_id` of `tenant` that started
     /// it, while that key is active (`KeyInactive` once it is revoked or expired).
     pub fn agent_of_key(&self, tenant: &TenantId, key_id: &str) -> Result<Agent> {
-        let snapshot = self.root.tenant_handle(tenant)?.snapshot();
+        let snapshot = self.tree.tenant_handle(tenant)?.snapshot();
         let key = snapshot
             .keys
             .get(key_id)
@@ -216,11 +217,10 @@ impl Authorizer {
 
     /// The agent behind a presented API key, if it is an active key of a live tenant.
     pub fn authenticate(&self, secret: &str) -> Option<Agent> {
-        let identity = self.root.inner.keys.lookup(secret)?;
+        let identity = self.tree.keys().lookup(secret)?;
         let admin = self
-            .root
-            .inner
-            .tenants
+            .tree
+            .tenants()
             .get(&identity.tenant_id)?
             .snapshot()
             .record
@@ -275,7 +275,7 @@ impl Authorizer {
         if access == Access::Write && agent.read_only {
             return Err(Error::ReadOnlyKey);
         }
-        let snapshot = self.root.tenant_handle(&agent.tenant_id)?.snapshot();
+        let snapshot = self.tree.tenant_handle(&agent.tenant_id)?.snapshot();
         match snapshot.collections.get(name) {
             Some(entry) if !allows(&entry.record, agent, access) => {
                 let needed = match access {
@@ -303,7 +303,7 @@ impl Collections {
     /// The grants, for a proof of either level (changing a grant reads them first).
     pub fn grants<L: Level>(&self, access: &CollectionAccess<L>) -> Result<CollectionGrants> {
         let name = access.collection();
-        let entry = self.root.collection_entry(access.tenant(), name)?;
+        let entry = self.tree.collection_entry(access.tenant(), name)?;
         Ok(CollectionGrants {
             collection: name.clone(),
             grants: entry.record.grants.clone(),
@@ -323,11 +323,11 @@ impl Collections {
             agent_key_id,
             can_read,
             can_write,
-            updated_at: self.root.now(),
+            updated_at: self.tree.now(),
         };
         let name = name.clone();
         let entry = self
-            .root
+            .tree
             .call_tenant(&agent.tenant_id, |reply| TenantMessage::PutGrant {
                 name,
                 grant,
@@ -346,7 +346,7 @@ impl Collections {
         let (agent, name) = (access.agent(), access.collection());
         let (name, agent_key_id) = (name.clone(), agent_key_id.to_owned());
         let entry = self
-            .root
+            .tree
             .call_tenant(&agent.tenant_id, |reply| TenantMessage::DeleteGrant {
                 name,
                 agent_key_id,

@@ -15,16 +15,20 @@
 use std::sync::Arc;
 
 use chrono::Utc;
-use memvault_storage::{ApiKeyRecord, RevealPurpose, RevealRecord, TenantId, TenantRecord};
+use memvault_accounts::{outbox, reveal};
+use memvault_files::TenantStores;
+use memvault_storage::crypto::SecretBox;
+use memvault_storage::{ApiKeyRecord, RevealPurpose, RevealRecord, Store, TenantId, TenantRecord};
+use memvault_types::rate_limit::RateLimiter;
 
-use super::{Memvault, NewTenant};
+use super::quotas::Quotas;
+use super::tree::Tree;
+use super::{ErasureQueue, MailQueue, NewTenant, Tenants};
 use crate::agent::{generate_key_secret, new_key_record, Agent, KeyRole};
+use crate::audit::AuditLog;
 use crate::call::blocking;
 use crate::error::{Error, Result};
 use crate::tenant::TenantMessage;
-use memvault_accounts::outbox;
-use memvault_accounts::reveal;
-use memvault_types::rate_limit::RateLimiter;
 
 /// A reveal link that may still be used: what the confirmation page shows.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,7 +60,21 @@ pub struct ErasureStarted {
 /// Signup, recovery, reveal, erasure.
 #[derive(Clone)]
 pub struct Accounts {
-    pub(super) root: Memvault,
+    pub(super) tree: Tree,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) tenants: Tenants,
+    pub(super) quotas: Quotas,
+    pub(super) stores: Arc<TenantStores>,
+    /// Opens the credentials of tenants' own buckets (erasure empties them).
+    pub(super) secrets: Option<Arc<SecretBox>>,
+    pub(super) audit: Arc<AuditLog>,
+    pub(super) erasure: ErasureQueue,
+    pub(super) mail: Option<MailQueue>,
+    pub(super) settings: crate::account::AccountSettings,
+    /// Serializes signups, so one email never gets two tenants.
+    pub(super) signups: Arc<tokio::sync::Mutex<()>>,
+    /// Reveal mails per address per minute.
+    pub(super) mail_limiter: Arc<memvault_types::rate_limit::FixedWindowLimiter>,
 }
 
 impl Accounts {
@@ -66,8 +84,8 @@ impl Accounts {
         let queue = self.mail_queue()?;
         let created = {
             // One signup at a time: two concurrent signups of one email make one tenant.
-            let _serial = self.root.inner.signups.lock().await;
-            if self.root.tenant_by_email(email).is_some() {
+            let _serial = self.signups.lock().await;
+            if self.tree.tenant_by_email(email).is_some() {
                 tracing::info!("signup for an email that has a tenant; nothing sent");
                 return Ok(());
             }
@@ -77,7 +95,7 @@ impl Accounts {
                 tier: "free".to_owned(),
                 admin: false,
             };
-            let (record, _unseen_key) = self.root.tenants().create(new).await?;
+            let (record, _unseen_key) = self.tenants.create(new).await?;
             record
         };
         tracing::info!(tenant = %created.id, "tenant signed up");
@@ -88,7 +106,7 @@ impl Accounts {
     /// does nothing. Either way the caller answers the same.
     pub async fn recover(&self, email: &str) -> Result<()> {
         let queue = self.mail_queue()?;
-        match self.root.tenant_by_email(email) {
+        match self.tree.tenant_by_email(email) {
             Some(tenant) => self.send_link(queue, &tenant, RevealPurpose::Recover).await,
             None => Ok(()),
         }
@@ -99,7 +117,7 @@ impl Accounts {
     /// resumes the erasure; then the tenant leaves the service (its keys stop at once)
     /// and the rest is the erasure job's.
     pub async fn delete_account(&self, agent: &Agent, confirm: &str) -> Result<ErasureStarted> {
-        let record = self.root.tenants().get(&agent.tenant_id)?;
+        let record = self.tenants.get(&agent.tenant_id)?;
         if confirm != record.name {
             return Err(Error::ConfirmMismatch {
                 expected: record.name.clone(),
@@ -109,7 +127,7 @@ impl Accounts {
             return Err(Error::AdminAccountProtected);
         }
         let since = Utc::now();
-        self.root
+        self.tree
             .call_tenant(&record.id, |reply| TenantMessage::UpdateRecord {
                 change: Box::new(move |current: &TenantRecord| {
                     Ok(TenantRecord {
@@ -120,8 +138,8 @@ impl Accounts {
                 reply,
             })
             .await?;
-        self.root.detach_tenant(&record.id).await;
-        if self.root.erasure_queue().submit(record.id.clone()).is_err() {
+        self.detach_tenant(&record.id).await;
+        if self.erasure.submit(record.id.clone()).is_err() {
             // Stopping: the marked record makes the next start resume it.
             tracing::warn!(tenant = %record.id, "erasure queue stopped; the erasure resumes at the next start");
         }
@@ -164,7 +182,7 @@ impl Accounts {
         if !reveal::plausible_token(token) {
             return Err(Error::RevealLinkInvalid);
         }
-        let (store, hash) = (self.root.inner.store.clone(), reveal::token_hash(token));
+        let (store, hash) = (self.store.clone(), reveal::token_hash(token));
         let record = blocking(move || {
             if take {
                 store.take_reveal(&hash)
@@ -176,8 +194,7 @@ impl Accounts {
         .filter(|record| record.expires_at > Utc::now())
         .ok_or(Error::RevealLinkInvalid)?;
         let tenant = self
-            .root
-            .tenants()
+            .tenants
             .get(&record.tenant_id)
             .map_err(|_| Error::RevealLinkInvalid)?;
         Ok((record, tenant))
@@ -192,7 +209,7 @@ impl Accounts {
     ) -> Result<(Arc<ApiKeyRecord>, String)> {
         let now = Utc::now();
         let current = self
-            .root
+            .tree
             .tenant_handle(&tenant.id)?
             .snapshot()
             .keys
@@ -209,7 +226,7 @@ impl Accounts {
         let key = match current {
             Some(current) => {
                 let key_id = current.id.clone();
-                self.root
+                self.tree
                     .call_tenant(&tenant.id, |reply| TenantMessage::RotateKey {
                         key_id,
                         new: Box::new(new),
@@ -218,7 +235,7 @@ impl Accounts {
                     .await?
             }
             None => {
-                self.root
+                self.tree
                     .call_tenant(&tenant.id, |reply| TenantMessage::AddKey {
                         key: new,
                         reply,
@@ -235,12 +252,10 @@ impl Accounts {
         tenant: &TenantRecord,
         purpose: RevealPurpose,
     ) -> Result<()> {
-        let settings = &self.root.inner.config.account;
+        let settings = &self.settings;
         let now_secs = Utc::now().timestamp().max(0) as u64;
         let address = format!("reveal-mail:{}", tenant.email.to_lowercase());
         let allowed = self
-            .root
-            .inner
             .mail_limiter
             .check(&address, settings.mails_per_address_per_minute, now_secs)
             .map(|decision| decision.allowed)
@@ -260,7 +275,7 @@ impl Accounts {
             created_at: now,
             expires_at: now + ttl,
         };
-        let store = self.root.inner.store.clone();
+        let store = self.store.clone();
         blocking(move || store.put_reveal(&record)).await?;
         let letter = reveal::letter(
             &tenant.email,
@@ -269,7 +284,7 @@ impl Accounts {
             settings.reveal_ttl.as_secs() / 60,
             &tenant.name,
         );
-        outbox::queue(&self.root.inner.store, queue, Some(&tenant.id), letter)
+        outbox::queue(&self.store, queue, Some(&tenant.id), letter)
             .await
             .map_err(|failure| Error::TaskFailed {
                 task: "mail queue",
@@ -279,11 +294,19 @@ impl Accounts {
     }
 
     fn mail_queue(&self) -> Result<&memvault_jobs::JobQueue<outbox::MailDeliveries>> {
-        self.root
-            .inner
-            .mail
-            .as_ref()
-            .ok_or(Error::MailNotConfigured)
+        self.mail.as_ref().ok_or(Error::MailNotConfigured)
+    }
+}
+
+impl Accounts {
+    /// Takes a tenant out of the running service: handle, actors, keys, its opened
+    /// buckets and its counted bytes.
+    async fn detach_tenant(&self, tenant: &TenantId) {
+        self.tree.remove_tenant(tenant).await;
+        self.stores.forget(tenant);
+        self.quotas.forget(tenant);
+        // Entries queued before the detach are written now, so the erasure removes them.
+        self.audit.flush().await;
     }
 }
 
@@ -292,7 +315,7 @@ impl Accounts {
 #[async_trait::async_trait]
 impl memvault_portability::ErasureSteps for Accounts {
     async fn detach(&self, tenant: &TenantId) {
-        self.root.detach_tenant(tenant).await;
+        self.detach_tenant(tenant).await;
     }
 
     async fn erase_files(
@@ -300,8 +323,7 @@ impl memvault_portability::ErasureSteps for Accounts {
         tenant: &TenantId,
         settings: &memvault_storage::TenantSettings,
     ) -> std::result::Result<usize, memvault_types::Failure> {
-        let inner = &self.root.inner;
-        let mut erased = inner
+        let mut erased = self
             .stores
             .platform()
             .delete_tenant(tenant)
@@ -310,8 +332,10 @@ impl memvault_portability::ErasureSteps for Accounts {
         if let Some(config) = &settings.storage {
             // The tenant's own bucket: its files go too, when it can still be reached; a
             // bucket gone or no longer ours must not hold the erasure up.
-            let secrets = inner.intelligence.secrets().ok();
-            match inner.stores.active(tenant, Some(config), secrets) {
+            match self
+                .stores
+                .active(tenant, Some(config), self.secrets.as_deref())
+            {
                 Ok(placed) => match placed.store.delete_tenant(tenant).await {
                     Ok(count) => erased += count,
                     Err(error) => {
@@ -322,7 +346,7 @@ impl memvault_portability::ErasureSteps for Accounts {
                     tracing::warn!(tenant = %tenant, %error, "the tenant's own bucket could not be opened")
                 }
             }
-            inner.stores.forget(tenant);
+            self.stores.forget(tenant);
         }
         Ok(erased)
     }

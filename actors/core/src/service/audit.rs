@@ -1,30 +1,36 @@
 //! The audit log's use cases: record an entry (queued, never waits) and read a tenant's
 //! log newest first.
 
+use std::sync::Arc;
+
+use memvault_storage::Store;
 use memvault_storage::{AuditEntry, TenantId};
 
-use super::Memvault;
+use super::tree::Tree;
+use crate::audit::AuditLog;
 use crate::call::blocking;
 use crate::error::Result;
 
 /// The audit log: record an entry, read a tenant's log.
 #[derive(Clone)]
 pub struct AuditTrail {
-    pub(super) root: Memvault,
+    pub(super) audit: Arc<AuditLog>,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) tree: Tree,
 }
 
 impl AuditTrail {
     /// The service's "now", to stamp an entry with.
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        self.root.now()
+        self.tree.now()
     }
 
     /// Queues one audit entry; see [`crate::audit::AuditLog`]. An entry of a tenant no
     /// longer in the service (its account is being erased) is dropped: nothing of an
     /// erased account is written after its erasure began.
     pub fn record(&self, entry: AuditEntry) {
-        if self.root.inner.tenants.contains_key(&entry.tenant_id) {
-            self.root.inner.audit.record(entry);
+        if self.tree.tenants().contains_key(&entry.tenant_id) {
+            self.audit.record(entry);
         }
     }
 
@@ -36,15 +42,15 @@ impl AuditTrail {
         days: u32,
         limit: usize,
     ) -> Result<Vec<AuditEntry>> {
-        self.root.tenant_handle(tenant)?;
-        self.root.inner.audit.flush().await;
-        let since = self.root.now() - chrono::Duration::days(i64::from(days));
-        let (store, tenant) = (self.root.inner.store.clone(), tenant.clone());
+        self.tree.tenant_handle(tenant)?;
+        self.audit.flush().await;
+        let since = self.tree.now() - chrono::Duration::days(i64::from(days));
+        let (store, tenant) = (self.store.clone(), tenant.clone());
         blocking(move || store.audit(&tenant, since, limit)).await
     }
 
     /// Entries dropped because the audit queue was full (the store far behind).
     pub fn dropped(&self) -> u64 {
-        self.root.inner.audit.dropped()
+        self.audit.dropped()
     }
 }

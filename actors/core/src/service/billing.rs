@@ -14,18 +14,21 @@
 //!   ignored. A tenant on another tier (`admin`, a custom one) keeps it; only the billing
 //!   record changes.
 
-use chrono::Utc;
-use memvault_storage::{BillingRecord, TenantId, TenantRecord, TenantSettings};
+use std::sync::Arc;
 
-use super::Memvault;
-use crate::agent::Agent;
-use crate::call::blocking;
-use crate::error::{Error, Result};
-use crate::tenant::TenantMessage;
+use chrono::Utc;
 use memvault_accounts::billing::signature;
 use memvault_accounts::billing::stripe::{
     Event, ObjectFields, Session, StripeClient, TENANT_METADATA,
 };
+use memvault_storage::Store;
+use memvault_storage::{BillingRecord, TenantId, TenantRecord, TenantSettings};
+
+use super::tree::Tree;
+use crate::agent::Agent;
+use crate::call::blocking;
+use crate::error::{Error, Result};
+use crate::tenant::TenantMessage;
 
 /// Where a checkout or portal session sends the customer back; `None`: the configured
 /// defaults.
@@ -50,14 +53,18 @@ pub enum EventOutcome {
 /// Checkout, portal, webhook events.
 #[derive(Clone)]
 pub struct Billing {
-    pub(super) root: Memvault,
+    pub(super) tree: Tree,
+    pub(super) store: Arc<dyn Store>,
+    /// Calls Stripe; `None` without a secret key.
+    pub(super) stripe: Option<Arc<memvault_accounts::billing::stripe::StripeClient>>,
+    pub(super) settings: memvault_accounts::billing::BillingSettings,
 }
 
 impl Billing {
     /// A Stripe checkout session for the caller's tenant to subscribe to the paid price.
     pub async fn checkout(&self, agent: &Agent, urls: ReturnUrls) -> Result<Session> {
         let client = self.client()?;
-        let settings = &self.root.inner.config.billing;
+        let settings = &self.settings;
         let price = settings
             .price_pro
             .clone()
@@ -65,7 +72,7 @@ impl Billing {
             .ok_or_else(|| {
                 Error::BillingNotConfigured("no price is configured (billing.price_pro)".to_owned())
             })?;
-        let handle = self.root.tenant_handle(&agent.tenant_id)?;
+        let handle = self.tree.tenant_handle(&agent.tenant_id)?;
         let snapshot = handle.snapshot();
         let tenant = &snapshot.record;
         let id = tenant.id.to_string();
@@ -111,7 +118,7 @@ impl Billing {
     pub async fn portal(&self, agent: &Agent, urls: ReturnUrls) -> Result<Session> {
         let client = self.client()?;
         let customer = self
-            .root
+            .tree
             .tenant_handle(&agent.tenant_id)?
             .snapshot()
             .settings
@@ -124,7 +131,7 @@ impl Billing {
             (
                 "return_url".to_owned(),
                 urls.return_url
-                    .unwrap_or_else(|| self.root.inner.config.billing.return_url.clone()),
+                    .unwrap_or_else(|| self.settings.return_url.clone()),
             ),
         ];
         client
@@ -136,10 +143,7 @@ impl Billing {
     /// Verifies and applies one webhook delivery (`body` exactly as received).
     pub async fn handle_event(&self, body: &[u8], signature: Option<&str>) -> Result<EventOutcome> {
         let secret = self
-            .root
-            .inner
-            .config
-            .billing
+            .settings
             .webhook_secret
             .clone()
             .filter(|secret| !secret.is_empty())
@@ -152,7 +156,7 @@ impl Billing {
             .map_err(|error| Error::StripeSignatureInvalid(error.to_string()))?;
         let event: Event = serde_json::from_slice(body)
             .map_err(|error| Error::Invalid(format!("the body is not a Stripe event: {error}")))?;
-        let store = self.root.inner.store.clone();
+        let store = self.store.clone();
         let id = event.id.clone();
         if !blocking(move || store.record_event_once("stripe", &id, Utc::now())).await? {
             return Ok(EventOutcome::Duplicate);
@@ -164,7 +168,7 @@ impl Billing {
             }
             Err(error) => {
                 // Not handled after all: Stripe's retry must find it new.
-                let store = self.root.inner.store.clone();
+                let store = self.store.clone();
                 let id = event.id.clone();
                 if let Err(forget) = blocking(move || store.forget_event("stripe", &id)).await {
                     tracing::error!(event = %event.id, %forget, "a failed Stripe event could not be forgotten");
@@ -175,7 +179,7 @@ impl Billing {
     }
 
     async fn apply(&self, event: &Event) -> Result<EventOutcome> {
-        let settings = &self.root.inner.config.billing;
+        let settings = &self.settings;
         let fields = ObjectFields::of(&event.data.object);
         let paid = match event.kind.as_str() {
             "checkout.session.completed" => true,
@@ -206,7 +210,7 @@ impl Billing {
         };
         let event_id = event.id.clone();
         let update = fields.clone();
-        self.root
+        self.tree
             .call_tenant(&tenant.id, |reply| TenantMessage::UpdateSettings {
                 change: Box::new(move |current: &TenantSettings| {
                     let previous = current.billing.clone();
@@ -235,7 +239,7 @@ impl Billing {
         };
         let billed_tiers = [settings.paid_tier.clone(), settings.free_tier.clone()];
         let record = self
-            .root
+            .tree
             .call_tenant(&tenant.id, |reply| TenantMessage::UpdateRecord {
                 change: Box::new(move |current: &TenantRecord| {
                     let mut record = current.clone();
@@ -257,12 +261,12 @@ impl Billing {
     fn tenant_of(&self, fields: &ObjectFields) -> Option<TenantRecord> {
         if let Some(id) = &fields.tenant {
             let id = TenantId::from_stored(id);
-            if let Ok(handle) = self.root.tenant_handle(&id) {
+            if let Ok(handle) = self.tree.tenant_handle(&id) {
                 return Some((*handle.snapshot().record).clone());
             }
         }
         let customer = fields.customer.as_ref()?;
-        self.root.inner.tenants.iter().find_map(|tenant| {
+        self.tree.tenants().iter().find_map(|tenant| {
             let snapshot = tenant.snapshot();
             let matches = snapshot
                 .settings
@@ -275,7 +279,7 @@ impl Billing {
     }
 
     fn client(&self) -> Result<&StripeClient> {
-        self.root.inner.stripe.as_ref().ok_or_else(|| {
+        self.stripe.as_deref().ok_or_else(|| {
             Error::BillingNotConfigured(
                 "billing is off on this server (no billing.stripe_secret_key)".to_owned(),
             )

@@ -33,7 +33,7 @@ impl Memories {
     ) -> Result<CollectionChanges> {
         let (tenant, collection) = (access.tenant(), access.collection());
         let snapshot = self
-            .root
+            .tree
             .collection_entry(tenant, collection)?
             .handle
             .snapshot();

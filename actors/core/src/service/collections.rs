@@ -6,7 +6,9 @@ use memvault_storage::CollectionRecord;
 use serde_json::{Map, Value};
 
 use super::access::{CollectionAccess, Read, Write};
-use super::Memvault;
+use super::quotas::Quotas;
+use super::tree::Tree;
+use super::{Authorizer, Placement};
 use crate::agent::Agent;
 use crate::error::Result;
 use crate::tenant::{CollectionEntry, TenantMessage};
@@ -30,24 +32,27 @@ impl From<&CollectionEntry> for CollectionView {
 /// The tenant's collections: list, read, create, change, delete, and their grants.
 #[derive(Clone)]
 pub struct Collections {
-    pub(super) root: Memvault,
+    pub(super) tree: Tree,
+    pub(super) quotas: Quotas,
+    pub(super) placement: Placement,
+    pub(super) authorizer: Authorizer,
 }
 
 impl Collections {
     /// Every collection of the tenant the agent may read, by name.
     pub fn list(&self, agent: &Agent) -> Result<Vec<CollectionView>> {
-        let snapshot = self.root.tenant_handle(&agent.tenant_id)?.snapshot();
+        let snapshot = self.tree.tenant_handle(&agent.tenant_id)?.snapshot();
         Ok(snapshot
             .collections
             .values()
-            .filter(|entry| self.root.authorizer().may_read(agent, &entry.record))
+            .filter(|entry| self.authorizer.may_read(agent, &entry.record))
             .map(CollectionView::from)
             .collect())
     }
 
     pub fn get(&self, access: &CollectionAccess<Read>) -> Result<CollectionView> {
         let entry = self
-            .root
+            .tree
             .collection_entry(access.tenant(), access.collection())?;
         Ok(CollectionView::from(&entry))
     }
@@ -59,13 +64,13 @@ impl Collections {
         metadata: Map<String, Value>,
     ) -> Result<CollectionView> {
         let (tenant, name) = (access.tenant(), access.collection().clone());
-        if self.root.collection_entry(tenant, &name).is_err() {
-            self.root
+        if self.tree.collection_entry(tenant, &name).is_err() {
+            self.quotas
                 .admit(tenant, memvault_accounts::Growth::Collection)
                 .await?;
         }
         let entry = self
-            .root
+            .tree
             .call_tenant(tenant, |reply| TenantMessage::CreateCollection {
                 name,
                 description,
@@ -85,7 +90,7 @@ impl Collections {
     ) -> Result<CollectionView> {
         let (tenant, name) = (access.tenant(), access.collection().clone());
         let entry = self
-            .root
+            .tree
             .call_tenant(tenant, |reply| TenantMessage::UpdateCollection {
                 name,
                 description,
@@ -102,7 +107,7 @@ impl Collections {
     pub async fn delete(&self, access: &CollectionAccess<Write>) -> Result<()> {
         let (tenant, name) = (access.tenant(), access.collection().clone());
         let images: Vec<serde_json::Value> = self
-            .root
+            .tree
             .collection_entry(tenant, &name)
             .map(|entry| {
                 entry
@@ -114,13 +119,13 @@ impl Collections {
                     .collect()
             })
             .unwrap_or_default();
-        self.root
+        self.tree
             .call_tenant(tenant, |reply| TenantMessage::DeleteCollection {
                 name,
                 reply,
             })
             .await?;
-        self.root.placement().release(tenant, &images).await;
+        self.placement.release(tenant, &images).await;
         Ok(())
     }
 }

@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use dashmap::DashMap;
+use memvault_llm::{Llm, LlmConfig, OpenAiClient, TokenUsage};
 use memvault_storage::crypto::SecretBox;
+use memvault_storage::Store;
 use memvault_storage::{ExtractionLlmRecord, TenantId, UsageRow};
 
-use super::Memvault;
+use super::tree::Tree;
 use crate::call::blocking;
 use crate::error::{Error, Result};
-use memvault_llm::{Llm, LlmConfig, OpenAiClient, TokenUsage};
 
 /// Dollars per million tokens of one model.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -187,22 +188,43 @@ pub(crate) fn month_of(at: DateTime<Utc>) -> String {
     at.format("%Y-%m").to_string()
 }
 
-impl Memvault {
+/// The LLMs a tenant's calls go to, and their usage against its spend cap.
+#[derive(Clone)]
+pub struct Llms {
+    intelligence: Arc<Intelligence>,
+    store: Arc<dyn Store>,
+    tree: Tree,
+}
+
+impl Llms {
+    pub(crate) fn new(intelligence: Intelligence, store: Arc<dyn Store>, tree: Tree) -> Self {
+        Self {
+            intelligence: Arc::new(intelligence),
+            store,
+            tree,
+        }
+    }
+
+    /// The configured LLMs, prices and the key that seals tenants' credentials.
+    pub(crate) fn intelligence(&self) -> &Intelligence {
+        &self.intelligence
+    }
+
     /// Whether a platform LLM is configured.
     pub fn has_platform_llm(&self) -> bool {
-        self.inner.intelligence.platform.is_some()
+        self.intelligence.platform.is_some()
     }
 
     /// The LLM for a tenant's call: its own extraction LLM for extraction and the chat
     /// proxy, else the platform LLM unless the tenant is over its cap.
     pub(crate) async fn llm_for(&self, tenant: &TenantId, purpose: Purpose) -> Result<LlmChoice> {
-        let settings = self.tenant_handle(tenant)?.snapshot().settings.clone();
+        let settings = self.tree.tenant_handle(tenant)?.snapshot().settings.clone();
         if matches!(purpose, Purpose::Extract | Purpose::Proxy) {
             if let Some(own) = &settings.extraction_llm {
                 return Ok(LlmChoice::Own(self.own_llm(tenant, own)?));
             }
         }
-        let Some(platform) = self.inner.intelligence.platform.clone() else {
+        let Some(platform) = self.intelligence.platform.clone() else {
             return Ok(LlmChoice::Unconfigured);
         };
         if let Some(cap_usd) = settings.spend_cap_usd {
@@ -214,7 +236,7 @@ impl Memvault {
     }
 
     fn own_llm(&self, tenant: &TenantId, record: &ExtractionLlmRecord) -> Result<Arc<dyn Llm>> {
-        let intelligence = &self.inner.intelligence;
+        let intelligence = &self.intelligence;
         if let Some(entry) = intelligence.own.get(tenant) {
             if entry.0 == record.updated_at {
                 return Ok(entry.1.clone());
@@ -247,16 +269,16 @@ impl Memvault {
         usage: TokenUsage,
     ) {
         let row = UsageRow {
-            month: month_of(self.now()),
+            month: month_of(self.tree.now()),
             purpose: purpose.as_str().to_owned(),
             model: model.to_owned(),
             own_llm,
             calls: 1,
             prompt_tokens: usage.prompt_tokens,
             completion_tokens: usage.completion_tokens,
-            cost_usd: self.inner.intelligence.price(model).cost(&usage),
+            cost_usd: self.intelligence.price(model).cost(&usage),
         };
-        let (store, tenant) = (self.inner.store.clone(), tenant.clone());
+        let (store, tenant) = (self.store.clone(), tenant.clone());
         let outcome = tokio::task::spawn_blocking(move || store.add_usage(&tenant, &row)).await;
         if !matches!(outcome, Ok(Ok(()))) {
             tracing::warn!(
@@ -279,9 +301,9 @@ impl Memvault {
     /// The tenant's LLM usage rows of the current month.
     pub async fn usage_this_month(&self, tenant: &TenantId) -> Result<Vec<UsageRow>> {
         let (store, tenant, month) = (
-            self.inner.store.clone(),
+            self.store.clone(),
             tenant.clone(),
-            month_of(self.now()),
+            month_of(self.tree.now()),
         );
         blocking(move || store.usage(&tenant, &month)).await
     }

@@ -1,7 +1,7 @@
 //! Endpoints for memvault's own other processes (a connector worker, a gateway): embed
 //! texts with the server's model, so they need no model of their own.
 
-use super::Memvault;
+use crate::embedders::Embedders;
 use crate::error::{Error, Result};
 
 /// Texts embedded by the server's current model.
@@ -17,13 +17,13 @@ pub struct EmbeddedTexts {
 /// secret), not by a tenant key: nothing here touches a tenant.
 #[derive(Clone)]
 pub struct Internal {
-    pub(super) root: Memvault,
+    pub(super) embedders: Embedders,
 }
 
 impl Internal {
     /// One vector per text by the model new collections are built with.
     pub async fn embed(&self, texts: Vec<String>) -> Result<EmbeddedTexts> {
-        let service = self.root.inner.embedders.current();
+        let service = self.embedders.current();
         let count = texts.len();
         let vectors = service.embed(texts).await.map_err(Error::from)?;
         if vectors.len() != count {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use memvault_storage::{ApiKeyRecord, TenantId};
 
-use super::Memvault;
+use super::tree::Tree;
 use crate::agent::{generate_key_secret, new_key_record, Agent, KeyRole};
 use crate::error::{Error, Result};
 use crate::tenant::TenantMessage;
@@ -22,7 +22,7 @@ pub struct NewKey {
 /// The tenant's API keys: create, list, revoke, rotate.
 #[derive(Clone)]
 pub struct Keys {
-    pub(super) root: Memvault,
+    pub(super) tree: Tree,
 }
 
 impl Keys {
@@ -36,7 +36,7 @@ impl Keys {
         };
         let key = new_key_record(&agent.tenant_id, &new.label, role, &secret, new.expires_at);
         let key = self
-            .root
+            .tree
             .call_tenant(&agent.tenant_id, |reply| TenantMessage::AddKey {
                 key,
                 reply,
@@ -48,7 +48,7 @@ impl Keys {
     /// Every key of the tenant, revoked ones included, oldest first.
     pub fn list(&self, tenant: &TenantId) -> Result<Vec<Arc<ApiKeyRecord>>> {
         let mut keys: Vec<Arc<ApiKeyRecord>> = self
-            .root
+            .tree
             .tenant_handle(tenant)?
             .snapshot()
             .keys
@@ -63,7 +63,7 @@ impl Keys {
     /// listed. The last active key cannot be revoked.
     pub async fn revoke(&self, agent: &Agent, key_id: &str) -> Result<Arc<ApiKeyRecord>> {
         let key_id = key_id.to_owned();
-        self.root
+        self.tree
             .call_tenant(&agent.tenant_id, |reply| TenantMessage::RevokeKey {
                 key_id,
                 reply,
@@ -75,7 +75,7 @@ impl Keys {
     /// old key is dead when this returns. Returns the new key and its secret.
     pub async fn rotate(&self, agent: &Agent) -> Result<(Arc<ApiKeyRecord>, String)> {
         let current = self
-            .root
+            .tree
             .tenant_handle(&agent.tenant_id)?
             .snapshot()
             .keys
@@ -92,7 +92,7 @@ impl Keys {
         );
         let key_id = agent.key_id.clone();
         let key = self
-            .root
+            .tree
             .call_tenant(&agent.tenant_id, |reply| TenantMessage::RotateKey {
                 key_id,
                 new: Box::new(new),

@@ -4,19 +4,22 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use memvault_storage::{CollectionName, EmbeddingModel, MemoryRecord, TenantId};
-
-use super::access::{CollectionAccess, Read, Sweep};
-use super::Memvault;
-use crate::collection::{stale_cutoff, CollectionHealth, CollectionMessage, CollectionSnapshot};
-use crate::error::Result;
-use crate::reembed::Progress;
-use crate::service::Purpose;
 use memvault_curation::dedup::DedupReport;
 use memvault_curation::extractive::{extractive_summary, SummaryItem};
 use memvault_curation::{CachedSummary, CollectionSummary};
 use memvault_index::search::filter::is_current;
+use memvault_storage::Store;
+use memvault_storage::{CollectionName, EmbeddingModel, MemoryRecord, TenantId};
 use memvault_types::limits::DEDUP_WINDOW;
+
+use super::access::{CollectionAccess, Read, Sweep};
+use super::tree::Tree;
+use super::{Llms, Placement};
+use crate::collection::{stale_cutoff, CollectionHealth, CollectionMessage, CollectionSnapshot};
+use crate::error::Result;
+use crate::reembed::Progress;
+use crate::reembed::ReembedProgress;
+use crate::service::Purpose;
 
 /// A collection's health and the state of its vectors.
 #[derive(Debug, Clone)]
@@ -49,22 +52,26 @@ const SUMMARY_RECENCY_HALF_LIFE_DAYS: f64 = 30.0;
 /// Keeping collections current: dedup, archive-stale, health, summaries.
 #[derive(Clone)]
 pub struct Maintenance {
-    pub(super) root: Memvault,
+    pub(super) tree: Tree,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) llms: Llms,
+    pub(super) placement: Placement,
+    pub(super) reembed_progress: ReembedProgress,
 }
 
 impl Maintenance {
     /// The service's "now" (what a summary is dated).
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        self.root.now()
+        self.tree.now()
     }
 
     pub async fn dedup(&self, sweep: &Sweep, threshold: f32) -> Result<DedupReport> {
         let dry_run = sweep.is_dry_run();
         let entry = self
-            .root
+            .tree
             .collection_entry(sweep.tenant(), sweep.collection())?;
         let report = self
-            .root
+            .tree
             .call_collection(&entry.handle, |reply| CollectionMessage::Dedup {
                 threshold,
                 window: DEDUP_WINDOW,
@@ -81,7 +88,7 @@ impl Maintenance {
             .filter(|(memory, _)| deleted.contains(&memory.id))
             .flat_map(|(memory, _)| memory.images.iter().cloned())
             .collect();
-        self.root.placement().release(sweep.tenant(), &images).await;
+        self.placement.release(sweep.tenant(), &images).await;
         Ok(report)
     }
 
@@ -91,14 +98,14 @@ impl Maintenance {
     pub async fn archive_stale(&self, sweep: &Sweep, older_than_days: u32) -> Result<Vec<String>> {
         let dry_run = sweep.is_dry_run();
         let entry = self
-            .root
+            .tree
             .collection_entry(sweep.tenant(), sweep.collection())?;
-        let cutoff = stale_cutoff(self.root.now(), older_than_days);
+        let cutoff = stale_cutoff(self.tree.now(), older_than_days);
         let max = if dry_run { usize::MAX } else { ARCHIVE_BATCH };
         let mut archived = Vec::new();
         loop {
             let batch = self
-                .root
+                .tree
                 .call_collection(&entry.handle, |reply| CollectionMessage::ArchiveStale {
                     cutoff,
                     dry_run,
@@ -121,12 +128,12 @@ impl Maintenance {
         stale_days: u32,
     ) -> Result<Option<CollectionReport>> {
         let (tenant, collection) = (access.tenant(), access.collection());
-        match self.root.collection_entry(tenant, collection) {
+        match self.tree.collection_entry(tenant, collection) {
             Ok(entry) => Ok(Some(CollectionReport {
-                health: entry.handle.snapshot().health(self.root.now(), stale_days),
+                health: entry.handle.snapshot().health(self.tree.now(), stale_days),
                 embedding: EmbeddingStatus {
                     model: (**entry.handle.embedding.load()).clone(),
-                    reembedding: self.root.reembedding().get(tenant, collection),
+                    reembedding: self.reembed_progress.get(tenant, collection),
                 },
             })),
             Err(error) if error.is_not_found() => Ok(None),
@@ -136,13 +143,13 @@ impl Maintenance {
 
     /// Every collection's health, summed; read from the published snapshots.
     pub fn service_health(&self, stale_days: u32) -> ServiceHealth {
-        let now = self.root.now();
+        let now = self.tree.now();
         let mut total = ServiceHealth {
             tenants: 0,
             collections: 0,
             health: CollectionHealth::default(),
         };
-        for tenant in self.root.inner.tenants.iter() {
+        for tenant in self.tree.tenants().iter() {
             total.tenants += 1;
             for entry in tenant.snapshot().collections.values() {
                 total.collections += 1;
@@ -164,13 +171,13 @@ impl Maintenance {
         limit: usize,
     ) -> Result<Option<Arc<CollectionSummary>>> {
         let (tenant, collection) = (access.tenant(), access.collection());
-        let handle = match self.root.collection_entry(tenant, collection) {
+        let handle = match self.tree.collection_entry(tenant, collection) {
             Ok(entry) => entry.handle,
             Err(error) if error.is_not_found() => return Ok(None),
             Err(error) => return Err(error),
         };
         let snapshot = handle.snapshot();
-        let now = self.root.now();
+        let now = self.tree.now();
         if let Some(cached) = handle.summary.load_full() {
             let in_time = cached.until.is_none_or(|until| now < until);
             if cached.version == snapshot.version && cached.limit == limit && in_time {
@@ -203,14 +210,14 @@ impl Maintenance {
         let mut skipped = None;
         let mut cacheable = true;
         if !top.is_empty() {
-            match self.root.llm_for(tenant, Purpose::Summary).await {
+            match self.llms.llm_for(tenant, Purpose::Summary).await {
                 Ok(choice) => match choice.llm() {
                     Some(llm) => {
                         let texts: Vec<String> =
                             top.iter().map(|memory| memory.text.clone()).collect();
                         match llm.chat(memvault_llm::summary_request(&texts)).await {
                             Ok(response) => {
-                                self.root
+                                self.llms
                                     .record_usage(
                                         tenant,
                                         Purpose::Summary,
@@ -240,7 +247,7 @@ impl Maintenance {
                         }
                         cacheable = false;
                     }
-                    None if self.root.has_platform_llm() => skipped = choice.absence(),
+                    None if self.llms.has_platform_llm() => skipped = choice.absence(),
                     None => {}
                 },
                 Err(error) => {
@@ -279,11 +286,7 @@ impl Maintenance {
         collection: &CollectionName,
         memories: &[Arc<MemoryRecord>],
     ) -> Vec<Vec<f32>> {
-        let (store, tenant, collection) = (
-            self.root.inner.store.clone(),
-            tenant.clone(),
-            collection.clone(),
-        );
+        let (store, tenant, collection) = (self.store.clone(), tenant.clone(), collection.clone());
         let ids: Vec<String> = memories.iter().map(|memory| memory.id.clone()).collect();
         let count = ids.len();
         let loaded = tokio::task::spawn_blocking(move || {

@@ -2,12 +2,16 @@
 
 use std::sync::Arc;
 
+use memvault_storage::Store;
 use memvault_storage::{
     CollectionName, CreatedBy, EmbeddingModel, MemoryRecord, StoredMemory, TenantId,
 };
 
 use super::access::{CollectionAccess, Read, Write};
-use super::Memvault;
+use super::embedding::Embedding;
+use super::quotas::Quotas;
+use super::tree::Tree;
+use super::Placement;
 use crate::collection::CollectionMessage;
 use crate::error::{Error, Result};
 use crate::memory::{ImageChange, MemoryChange, MemoryPatch, NewMemory};
@@ -23,7 +27,11 @@ pub struct ListPage {
 /// Memories in a collection: create, read, change, move, delete, and the change feed.
 #[derive(Clone)]
 pub struct Memories {
-    pub(super) root: Memvault,
+    pub(super) tree: Tree,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) quotas: Quotas,
+    pub(super) embedding: Embedding,
+    pub(super) placement: Placement,
 }
 
 impl Memories {
@@ -66,20 +74,22 @@ impl Memories {
         ids: Option<Vec<String>>,
     ) -> Result<Vec<Arc<MemoryRecord>>> {
         let (agent, collection) = (access.agent(), access.collection());
-        self.root
+        self.quotas
             .admit(
                 &agent.tenant_id,
                 memvault_accounts::Growth::Memories(memories.len() as u64),
             )
             .await?;
-        let model = self.root.collection_model(&agent.tenant_id, collection);
+        let model = self
+            .embedding
+            .collection_model(&agent.tenant_id, collection);
         let texts = memories.iter().map(|memory| memory.text.clone()).collect();
-        let embeddings = self.root.embed_texts(&model, texts).await?;
+        let embeddings = self.embedding.embed_texts(&model, texts).await?;
         let handle = self
-            .root
+            .quotas
             .ensure_collection(&agent.tenant_id, collection)
             .await?;
-        let now = self.root.now();
+        let now = self.tree.now();
         let created_by = CreatedBy {
             id: agent.key_id.clone(),
             label: agent.label.clone(),
@@ -113,7 +123,7 @@ impl Memories {
                 }
             })
             .collect();
-        self.root
+        self.tree
             .call_collection(&handle, |reply| CollectionMessage::Insert {
                 memories: stored,
                 model,
@@ -132,7 +142,7 @@ impl Memories {
         collection: &CollectionName,
         id: &str,
     ) -> Result<Arc<MemoryRecord>> {
-        let entry = self.root.collection_entry(tenant, collection)?;
+        let entry = self.tree.collection_entry(tenant, collection)?;
         entry
             .handle
             .snapshot()
@@ -149,7 +159,7 @@ impl Memories {
         page: ListPage,
     ) -> Result<Vec<Arc<MemoryRecord>>> {
         let (tenant, collection) = (access.tenant(), access.collection());
-        let entry = self.root.collection_entry(tenant, collection)?;
+        let entry = self.tree.collection_entry(tenant, collection)?;
         Ok(entry
             .handle
             .snapshot()
@@ -168,10 +178,10 @@ impl Memories {
         loop {
             attempt += 1;
             let current = self.memory(tenant, collection, id)?;
-            let model = self.root.collection_model(tenant, collection);
+            let model = self.embedding.collection_model(tenant, collection);
             let text = match &patch.text {
                 Some(text) if *text != current.text => {
-                    let embedding = self.root.embed_text(&model, text.clone()).await?;
+                    let embedding = self.embedding.embed_text(&model, text.clone()).await?;
                     Some((text.clone(), embedding))
                 }
                 _ => None,
@@ -229,7 +239,7 @@ impl Memories {
         id: &str,
         change: MemoryChange,
     ) -> Result<Arc<MemoryRecord>> {
-        let model = self.root.collection_model(tenant, collection);
+        let model = self.embedding.collection_model(tenant, collection);
         self.update_with(tenant, collection, id, change, model)
             .await
     }
@@ -242,10 +252,10 @@ impl Memories {
         change: MemoryChange,
         model: EmbeddingModel,
     ) -> Result<Arc<MemoryRecord>> {
-        let entry = self.root.collection_entry(tenant, collection)?;
+        let entry = self.tree.collection_entry(tenant, collection)?;
         let id = id.to_owned();
-        let at = self.root.now();
-        self.root
+        let at = self.tree.now();
+        self.tree
             .call_collection(&entry.handle, |reply| CollectionMessage::Update {
                 id,
                 change,
@@ -259,7 +269,7 @@ impl Memories {
     /// Deletes the memory, then its files that no other memory references.
     pub async fn delete(&self, access: &CollectionAccess<Write>, id: &str) -> Result<()> {
         let (tenant, collection) = (access.tenant(), access.collection());
-        let entry = self.root.collection_entry(tenant, collection)?;
+        let entry = self.tree.collection_entry(tenant, collection)?;
         let images = entry
             .handle
             .snapshot()
@@ -268,13 +278,13 @@ impl Memories {
             .map(|memory| memory.images.clone())
             .unwrap_or_default();
         let id = id.to_owned();
-        self.root
+        self.tree
             .call_collection(&entry.handle, |reply| CollectionMessage::Delete {
                 id,
                 reply,
             })
             .await?;
-        self.root.placement().release(tenant, &images).await;
+        self.placement.release(tenant, &images).await;
         Ok(())
     }
 
@@ -286,7 +296,7 @@ impl Memories {
         sha256: &str,
     ) -> Result<Vec<Arc<MemoryRecord>>> {
         let entry = self
-            .root
+            .tree
             .collection_entry(access.tenant(), access.collection())?;
         Ok(entry.handle.snapshot().with_file_digest(sha256))
     }
@@ -298,7 +308,7 @@ impl Memories {
         file_id: &str,
     ) -> Result<Vec<Arc<MemoryRecord>>> {
         let entry = self
-            .root
+            .tree
             .collection_entry(access.tenant(), access.collection())?;
         Ok(entry.handle.snapshot().from_file(file_id))
     }
@@ -311,10 +321,10 @@ impl Memories {
         ids: Vec<String>,
     ) -> Result<()> {
         let entry = self
-            .root
+            .tree
             .collection_entry(access.tenant(), access.collection())?;
         for id in ids {
-            self.root
+            self.tree
                 .call_collection(&entry.handle, |reply| CollectionMessage::Delete {
                     id,
                     reply,
@@ -362,7 +372,7 @@ impl Memories {
             ..MemoryChange::default()
         };
         self.update_memory(tenant, collection, id, change).await?;
-        self.root.placement().release(tenant, &[removed]).await;
+        self.placement.release(tenant, &[removed]).await;
         Ok(())
     }
 
@@ -379,10 +389,10 @@ impl Memories {
         if from == to {
             return Ok(current);
         }
-        let source = self.root.collection_entry(tenant, from)?;
-        let target = self.root.ensure_collection(tenant, to).await?;
+        let source = self.tree.collection_entry(tenant, from)?;
+        let target = self.quotas.ensure_collection(tenant, to).await?;
         let (store, owner, source_name, key) = (
-            self.root.inner.store.clone(),
+            self.store.clone(),
             tenant.clone(),
             from.clone(),
             id.to_owned(),
@@ -400,13 +410,13 @@ impl Memories {
         let model = (**target.embedding.load()).clone();
         if model != source_model {
             stored.embedding = self
-                .root
+                .embedding
                 .embed_text(&model, stored.record.text.clone())
                 .await?;
         }
         let from_name = from.clone();
         let moved = self
-            .root
+            .tree
             .call_collection(&target, |reply| CollectionMessage::Adopt {
                 memory: Box::new(stored),
                 model,
@@ -415,7 +425,7 @@ impl Memories {
             })
             .await?;
         let evicted = id.to_owned();
-        self.root
+        self.tree
             .call_collection(&source.handle, |reply| CollectionMessage::Evict {
                 id: evicted,
                 reply,

@@ -5,9 +5,11 @@
 pub mod access;
 mod accounts;
 mod audit;
+mod background;
 mod billing;
 mod changes;
 mod collections;
+mod embedding;
 pub mod intelligence;
 mod internal;
 mod keys;
@@ -17,11 +19,13 @@ mod operator;
 pub mod placement;
 mod portability;
 pub mod proxy;
+mod quotas;
 mod remember;
 mod search;
 mod settings;
 mod storage;
 mod tenants;
+mod tree;
 mod webhooks;
 
 use std::path::PathBuf;
@@ -29,8 +33,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dashmap::DashMap;
-use memvault_storage::{CollectionName, EmbeddingModel, Store, TenantId, TenantRecord};
-use ractor::{Actor, ActorRef};
+use memvault_storage::{CollectionName, Store, TenantId};
+use ractor::Actor;
 
 pub use access::MAIL_INTAKE_ID;
 pub use access::{
@@ -41,7 +45,7 @@ pub use audit::AuditTrail;
 pub use billing::{Billing, EventOutcome, ReturnUrls};
 pub use changes::CollectionChanges;
 pub use collections::{CollectionView, Collections};
-pub use intelligence::{IntelligenceConfig, ModelPrice, Purpose};
+pub use intelligence::{IntelligenceConfig, Llms, ModelPrice, Purpose};
 pub use internal::{EmbeddedTexts, Internal};
 pub use keys::{Keys, NewKey};
 pub use maintenance::{CollectionReport, EmbeddingStatus, Maintenance, ServiceHealth};
@@ -61,26 +65,28 @@ pub use search::Search;
 pub use settings::{ExtractionLlmInput, ExtractionLlmView, Settings, SpendView};
 pub use storage::{StorageConfigInput, StorageConfigView};
 pub use tenants::{BootstrapOutcome, NewTenant, TenantStats, Tenants};
+pub use tree::Tree;
 pub use webhooks::{NewWebhook, WebhookView};
 
 use crate::agent::KeyDirectory;
 use crate::audit::AuditLog;
-use crate::call::{blocking, call_actor};
-use crate::collection::{CollectionHandle, CollectionMessage};
+use crate::call::blocking;
 use crate::embedders::Embedders;
 use crate::error::{Error, Result};
 use crate::extraction::ExtractionJobs;
-use crate::metrics::{Counter, Metrics, Stage};
 use crate::reembed::{ReembedJobs, ReembedProgress};
-use crate::root::{RootActor, RootArgs, RootMessage};
-use crate::tenant::{CollectionEntry, TenantHandle, TenantMessage};
+use crate::root::{RootActor, RootArgs};
+use background::Background;
+use embedding::Embedding;
 use memvault_embed::EmbeddingService;
 use memvault_events::EventBroker;
 use memvault_index::search::cache::SearchCaches;
 use memvault_index::IndexSettings;
 use memvault_jobs::{JobQueue, Recurring, Scheduler};
+use memvault_metrics::Metrics;
 use memvault_types::clock::{Clock, SystemClock};
 use memvault_webhooks::{record_events, WebhookDeliveries, WebhookSettings, CONCURRENT_ATTEMPTS};
+use quotas::Quotas;
 
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
@@ -304,71 +310,57 @@ async fn start_queue<K: memvault_jobs::JobKind>(
     Ok(queue)
 }
 
-/// How long a tenant's counted file bytes are trusted before they are listed again.
-const FILES_USAGE_TTL: Duration = Duration::from_secs(30);
-
 /// How long one request to a tenant's own bucket may take (connection included).
 const FOREIGN_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
-/// A cheap handle to the running service.
+/// The job queues, by kind.
+pub(crate) type ExtractionQueue = JobQueue<ExtractionJobs>;
+pub(crate) type WebhookQueue = JobQueue<WebhookDeliveries>;
+pub(crate) type ReembedQueue = JobQueue<ReembedJobs>;
+pub(crate) type MailQueue = JobQueue<memvault_accounts::outbox::MailDeliveries>;
+pub(crate) type ImportQueue = JobQueue<memvault_portability::ImportJobs>;
+pub(crate) type ErasureQueue = JobQueue<memvault_portability::AccountErasures>;
+
+/// A cheap handle to the running service: the composition root. [`Memvault::start`]
+/// builds every service once, each with its own dependencies (the actor [`Tree`], the
+/// store, the queues it submits to, the other services it uses); the handle only hands
+/// them out and stops the background work at shutdown.
 #[derive(Clone)]
 pub struct Memvault {
-    inner: Arc<Inner>,
+    services: Arc<Services>,
 }
 
-struct Inner {
-    root: ActorRef<RootMessage>,
-    /// Every tenant's handle, kept by the root actor; read without a mailbox.
-    tenants: Arc<DashMap<TenantId, Arc<TenantHandle>>>,
-    keys: Arc<KeyDirectory>,
+struct Services {
+    tree: Tree,
     store: Arc<dyn Store>,
     embedders: Embedders,
-    caches: SearchCaches,
-    intelligence: intelligence::Intelligence,
-    /// The extraction job queue: opened before the service, run once the service (its
-    /// kind's writer) exists.
-    extraction: JobQueue<ExtractionJobs>,
-    /// Delivers memory events to tenants' webhooks from the outbox.
-    webhooks: JobQueue<WebhookDeliveries>,
-    /// Where collection actors publish memory changes.
-    events: EventBroker,
-    /// Where files are stored.
-    blobs: BlobBackend,
-    /// The platform's store and the tenants' own buckets.
-    stores: memvault_files::TenantStores,
-    /// Re-embeds collections built by another model than the configured one.
-    reembed: JobQueue<ReembedJobs>,
-    /// Sends the queued mail; `None` when the server has no mailer.
-    mail: Option<JobQueue<memvault_accounts::outbox::MailDeliveries>>,
-    /// Bytes of each tenant's files in the platform's storage, and when they were
-    /// counted: the storage limit's check lists a tenant's files at most every
-    /// [`FILES_USAGE_TTL`].
-    files_usage: DashMap<TenantId, (std::time::Instant, u64)>,
-    /// Runs large imports (opened, then run like extraction).
-    import: JobQueue<memvault_portability::ImportJobs>,
-    /// Erases accounts (opened, then run like extraction).
-    erasure: JobQueue<memvault_portability::AccountErasures>,
-    /// Serializes signups, so one email never gets two tenants.
-    signups: tokio::sync::Mutex<()>,
-    /// Reveal mails per address per minute.
-    mail_limiter: memvault_types::rate_limit::FixedWindowLimiter,
-    /// Calls Stripe; `None` without a secret key.
-    stripe: Option<memvault_accounts::billing::stripe::StripeClient>,
+    llms: Llms,
+    secrets: Option<Arc<memvault_storage::crypto::SecretBox>>,
     reembed_progress: ReembedProgress,
-    /// The subscriber that turns events into outbox deliveries; awaited at shutdown so
-    /// the last writes' events reach the outbox.
-    webhook_recorder: memvault_jobs::Resident,
-    /// Recurring work: job and audit pruning.
-    scheduler: Scheduler,
-    /// Request, stage and cache figures for the operator metrics endpoint.
-    metrics: Metrics,
-    /// Every tenant's audit log (queued, written in batches).
-    audit: AuditLog,
-    config: ServiceConfig,
+    background: Background,
+    authorizer: Authorizer,
+    placement: Placement,
+    keys: Keys,
+    collections: Collections,
+    memories: Memories,
+    search: Search,
+    graph: Graph,
+    maintenance: Maintenance,
+    settings: Settings,
+    tenants: Tenants,
+    accounts: Accounts,
+    billing: Billing,
+    portability: Portability,
+    proxy: Proxy,
+    operator: Operator,
+    audit: AuditTrail,
+    internal: Internal,
 }
 
 impl Memvault {
-    /// Starts the actor tree, loading every tenant and collection from the store.
+    /// Starts the actor tree, loading every tenant and collection from the store, then
+    /// builds the services and runs the job queues (each resumes the jobs a previous run
+    /// left unfinished).
     pub async fn start(
         store: Arc<dyn Store>,
         embedders: Embedders,
@@ -397,6 +389,13 @@ impl Memvault {
                     what: "the actor system".to_owned(),
                     reason: error.to_string(),
                 })?;
+        let tree = Tree::new(
+            root,
+            tenants.clone(),
+            keys,
+            config.call_timeout,
+            config.clock.clone(),
+        );
         // After the root actor: delivery resumes the outbox, which needs every tenant's
         // webhook, and the tenants are loaded by then.
         let published_webhooks: Arc<dyn memvault_webhooks::WebhookDirectory> =
@@ -411,7 +410,7 @@ impl Memvault {
             what: "webhook delivery".to_owned(),
             reason: error.to_string(),
         })?;
-        let webhooks = start_queue(
+        let webhook_queue = start_queue(
             deliveries,
             CONCURRENT_ATTEMPTS,
             "the webhook delivery queue",
@@ -419,7 +418,7 @@ impl Memvault {
         .await?;
         let recorder = {
             let subscription = Arc::new(tokio::sync::Mutex::new(events.subscribe()));
-            let (store, webhooks) = (store.clone(), webhooks.clone());
+            let (store, webhooks) = (store.clone(), webhook_queue.clone());
             memvault_jobs::Resident::start("webhook_recorder", config.restarts, move || {
                 let subscription = subscription.clone();
                 let (store, directory, webhooks) =
@@ -466,484 +465,388 @@ impl Memvault {
             .map_err(|reason| Error::StartFailed {
                 what: "the Stripe client".to_owned(),
                 reason,
-            })?;
-        let audit = AuditLog::start(store.clone(), config.restarts);
-        let scheduler = Scheduler::new();
+            })?
+            .map(Arc::new);
+        let audit = Arc::new(AuditLog::start(store.clone(), config.restarts));
+        let scheduler = Arc::new(Scheduler::new());
         schedule_pruning(&scheduler, &store, &config);
-        let service = Self {
-            inner: Arc::new(Inner {
-                root,
-                tenants,
-                keys,
+        // Opened now, run below once the services their kinds write through exist.
+        let extraction: ExtractionQueue = open_queue("the extraction queue").await?;
+        let erasure: ErasureQueue = open_queue("the erasure queue").await?;
+        let import: ImportQueue = open_queue("the import queue").await?;
+        let background = Background {
+            extraction: extraction.clone(),
+            webhooks: webhook_queue,
+            reembed,
+            mail: mail.clone(),
+            erasure: erasure.clone(),
+            import: import.clone(),
+            audit: audit.clone(),
+            webhook_recorder: Arc::new(recorder),
+            events,
+            scheduler,
+        };
+
+        // The shared parts.
+        let secrets = config.intelligence.secrets.clone();
+        let metrics = Arc::new(Metrics::new());
+        let stores = Arc::new(memvault_files::TenantStores::new(
+            config.blobs.store.clone(),
+            FOREIGN_STORE_TIMEOUT,
+        ));
+        let quotas = Quotas::new(
+            tree.clone(),
+            config.tiers.clone(),
+            stores.platform().clone(),
+        );
+        let placement = Placement::new(
+            tree.clone(),
+            stores.clone(),
+            config.blobs.signer.clone(),
+            secrets.clone(),
+            quotas.clone(),
+        );
+        let llms = Llms::new(intelligence, store.clone(), tree.clone());
+        let embedding = Embedding::new(embedders.clone(), metrics.clone(), tree.clone());
+
+        // The services, each built once from what it uses.
+        let authorizer = Authorizer { tree: tree.clone() };
+        let keys = Keys { tree: tree.clone() };
+        let collections = Collections {
+            tree: tree.clone(),
+            quotas: quotas.clone(),
+            placement: placement.clone(),
+            authorizer: authorizer.clone(),
+        };
+        let memories = Memories {
+            tree: tree.clone(),
+            store: store.clone(),
+            quotas: quotas.clone(),
+            embedding: embedding.clone(),
+            placement: placement.clone(),
+        };
+        let search = Search {
+            tree: tree.clone(),
+            store: store.clone(),
+            authorizer: authorizer.clone(),
+            embedding: embedding.clone(),
+            llms: llms.clone(),
+            memories: memories.clone(),
+            caches: Arc::new(SearchCaches::new(config.search_cache_entries, 10_000)),
+            metrics: metrics.clone(),
+        };
+        let graph = Graph {
+            tree: tree.clone(),
+            store: store.clone(),
+            quotas: quotas.clone(),
+            embedding,
+            llms: llms.clone(),
+            authorizer: authorizer.clone(),
+            extraction: extraction.clone(),
+            metrics: metrics.clone(),
+        };
+        let maintenance = Maintenance {
+            tree: tree.clone(),
+            store: store.clone(),
+            llms: llms.clone(),
+            placement: placement.clone(),
+            reembed_progress: reembed_progress.clone(),
+        };
+        let settings = Settings {
+            tree: tree.clone(),
+            store: store.clone(),
+            llms: llms.clone(),
+            extraction: extraction.clone(),
+            webhooks: config.webhooks.clone(),
+            stores: stores.clone(),
+            allow_private_buckets: config.blobs.allow_private_targets,
+        };
+        let tenant_service = Tenants {
+            tree: tree.clone(),
+            store: store.clone(),
+            quotas: quotas.clone(),
+            placement: placement.clone(),
+        };
+        let accounts = Accounts {
+            tree: tree.clone(),
+            store: store.clone(),
+            tenants: tenant_service.clone(),
+            quotas: quotas.clone(),
+            stores,
+            secrets: secrets.clone(),
+            audit: audit.clone(),
+            erasure: erasure.clone(),
+            mail,
+            settings: config.account.clone(),
+            signups: Arc::new(tokio::sync::Mutex::new(())),
+            mail_limiter: Arc::new(memvault_types::rate_limit::FixedWindowLimiter::new(100_000)),
+        };
+        let billing = Billing {
+            tree: tree.clone(),
+            store: store.clone(),
+            stripe,
+            settings: config.billing.clone(),
+        };
+        let portability = Portability {
+            tree: tree.clone(),
+            store: store.clone(),
+            quotas: quotas.clone(),
+            authorizer: authorizer.clone(),
+            collections: collections.clone(),
+            memories: memories.clone(),
+            import: import.clone(),
+        };
+        let proxy = Proxy {
+            tree: tree.clone(),
+            llms: llms.clone(),
+            graph: graph.clone(),
+            search: search.clone(),
+            authorizer: authorizer.clone(),
+        };
+        let operator = Operator {
+            tree: tree.clone(),
+            store: store.clone(),
+            embedders: embedders.clone(),
+            metrics,
+            quotas,
+            reembed_progress: reembed_progress.clone(),
+            background: background.clone(),
+            restarts: config.restarts,
+        };
+        let audit_trail = AuditTrail {
+            audit,
+            store: store.clone(),
+            tree: tree.clone(),
+        };
+        let internal = Internal {
+            embedders: embedders.clone(),
+        };
+
+        // The queues opened above, each kind given the service it writes through.
+        run_queue(
+            &extraction,
+            ExtractionJobs::new(
+                store.clone(),
+                Arc::new(graph.clone()),
+                config.extraction_pause,
+            ),
+            config.extraction_workers,
+            "the extraction queue",
+        )
+        .await?;
+        let erasures = memvault_portability::AccountErasures::new(
+            store.clone(),
+            Arc::new(accounts.clone()),
+            config.index_dir.clone(),
+            config.account.erasure,
+        );
+        run_queue(&erasure, erasures, 1, "the erasure queue").await?;
+        let imports = memvault_portability::ImportJobs::new(
+            store.clone(),
+            Arc::new(portability.clone()),
+            portability::IMPORT_BATCH,
+        );
+        run_queue(&import, imports, 1, "the import queue").await?;
+
+        Ok(Self {
+            services: Arc::new(Services {
+                tree,
                 store,
                 embedders,
-                caches: SearchCaches::new(config.search_cache_entries, 10_000),
-                blobs: config.blobs.clone(),
-                stores: memvault_files::TenantStores::new(
-                    config.blobs.store.clone(),
-                    FOREIGN_STORE_TIMEOUT,
-                ),
-                intelligence,
-                extraction: open_queue("the extraction queue").await?,
-                webhooks,
-                events,
-                reembed,
+                llms,
+                secrets,
                 reembed_progress,
-                mail,
-                erasure: open_queue("the erasure queue").await?,
-                import: open_queue("the import queue").await?,
-                files_usage: DashMap::new(),
-                signups: tokio::sync::Mutex::new(()),
-                mail_limiter: memvault_types::rate_limit::FixedWindowLimiter::new(100_000),
-                stripe,
-                webhook_recorder: recorder,
-                scheduler,
-                metrics: Metrics::new(),
-                audit,
-                config,
+                background,
+                authorizer,
+                placement,
+                keys,
+                collections,
+                memories,
+                search,
+                graph,
+                maintenance,
+                settings,
+                tenants: tenant_service,
+                accounts,
+                billing,
+                portability,
+                proxy,
+                operator,
+                audit: audit_trail,
+                internal,
             }),
-        };
-        service.run_queues().await?;
-        Ok(service)
+        })
     }
 
     /// Whether the tenant is loaded (not unknown, not being erased).
     pub fn has_tenant(&self, tenant: &TenantId) -> bool {
-        self.inner.tenants.contains_key(tenant)
+        self.services.tree.has_tenant(tenant)
     }
 
     /// What seals stored credentials (tenants' LLM keys, connectors' tokens).
     pub fn secrets(&self) -> Result<&memvault_storage::crypto::SecretBox> {
-        self.inner.intelligence.secrets()
-    }
-
-    /// The service's clock.
-    pub fn clock(&self) -> Arc<dyn Clock> {
-        self.inner.config.clock.clone()
+        self.services.llms.intelligence().secrets()
     }
 
     /// What seals stored credentials, shared; `None` when no encryption key is set.
     pub fn secret_box(&self) -> Option<Arc<memvault_storage::crypto::SecretBox>> {
-        self.inner.config.intelligence.secrets.clone()
+        self.services.secrets.clone()
+    }
+
+    /// The service's clock.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.services.tree.clock().clone()
     }
 
     /// The service's "now" (the configured clock).
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        self.inner.config.clock.now()
+        self.services.tree.now()
     }
 
-    /// Runs the queues opened with the service, each kind given the service's part it
-    /// writes through (a capability, not the service); each resumes the jobs a previous
-    /// run left unfinished.
-    async fn run_queues(&self) -> Result<()> {
-        let inner = &self.inner;
-        let extraction = ExtractionJobs::new(
-            inner.store.clone(),
-            Arc::new(self.graph()),
-            inner.config.extraction_pause,
-        );
-        run_queue(
-            &inner.extraction,
-            extraction,
-            inner.config.extraction_workers,
-            "the extraction queue",
-        )
-        .await?;
-        let erasure = memvault_portability::AccountErasures::new(
-            inner.store.clone(),
-            Arc::new(self.accounts()),
-            inner.config.index_dir.clone(),
-            inner.config.account.erasure,
-        );
-        run_queue(&inner.erasure, erasure, 1, "the erasure queue").await?;
-        let import = memvault_portability::ImportJobs::new(
-            inner.store.clone(),
-            Arc::new(self.portability()),
-            portability::IMPORT_BATCH,
-        );
-        run_queue(&inner.import, import, 1, "the import queue").await
+    /// Whether a platform LLM is configured.
+    pub fn has_platform_llm(&self) -> bool {
+        self.services.llms.has_platform_llm()
     }
 
-    /// Ends a pause of the tenant's extraction (its LLM settings changed: the cause of
-    /// the failures may be gone).
-    pub(crate) fn resume_extraction(&self, tenant: &TenantId) {
-        let _ = self.inner.extraction.resume(tenant.as_str());
+    /// Platform LLM dollars the tenant spent this month.
+    pub async fn platform_spend(&self, tenant: &TenantId) -> Result<f64> {
+        self.services.llms.platform_spend(tenant).await
     }
 
-    /// The import queue.
-    pub(crate) fn import_queue(&self) -> &JobQueue<memvault_portability::ImportJobs> {
-        &self.inner.import
-    }
-
-    /// The erasure queue.
-    pub(crate) fn erasure_queue(&self) -> &JobQueue<memvault_portability::AccountErasures> {
-        &self.inner.erasure
-    }
-
-    /// What the tenant holds now: collections and memories from the published snapshots,
-    /// file bytes as last counted (listed again after [`FILES_USAGE_TTL`]).
-    pub(crate) async fn held(&self, tenant: &TenantId) -> Result<memvault_accounts::Held> {
-        let snapshot = self.tenant_handle(tenant)?.snapshot();
-        let memories = snapshot
-            .collections
-            .values()
-            .map(|entry| entry.handle.snapshot().memories.len() as u64)
-            .sum();
-        Ok(memvault_accounts::Held {
-            collections: snapshot.collections.len() as u64,
-            memories,
-            storage_bytes: self.files_bytes(tenant).await?,
-        })
-    }
-
-    /// The tenant's tier's limits.
-    pub(crate) fn tier_limits(&self, tenant: &TenantId) -> Result<memvault_accounts::TierLimits> {
-        let snapshot = self.tenant_handle(tenant)?.snapshot();
-        Ok(self.inner.config.tiers.limits(&snapshot.record.tier))
-    }
-
-    /// Refuses `growth` when it would take the tenant past its tier's limit.
-    pub(crate) async fn admit(
+    /// The tenant's LLM usage rows of the current month.
+    pub async fn usage_this_month(
         &self,
         tenant: &TenantId,
-        growth: memvault_accounts::Growth,
-    ) -> Result<()> {
-        use memvault_accounts::{Growth, Held};
-        let snapshot = self.tenant_handle(tenant)?.snapshot();
-        let limits = self.inner.config.tiers.limits(&snapshot.record.tier);
-        let held = match growth {
-            Growth::Collection if limits.collections.is_some() => Held {
-                collections: snapshot.collections.len() as u64,
-                ..Held::default()
-            },
-            Growth::Memories(_) if limits.memories.is_some() => Held {
-                memories: snapshot
-                    .collections
-                    .values()
-                    .map(|entry| entry.handle.snapshot().memories.len() as u64)
-                    .sum(),
-                ..Held::default()
-            },
-            Growth::StorageBytes(_) if limits.storage_bytes.is_some() => Held {
-                storage_bytes: self.files_bytes(tenant).await?,
-                ..Held::default()
-            },
-            _ => return Ok(()),
-        };
-        limits
-            .admit(&held, growth)
-            .map_err(|over| Error::TierLimitReached {
-                tier: snapshot.record.tier.clone(),
-                what: over.what,
-                limit: over.limit,
-                held: over.held,
-            })
-    }
-
-    /// Bytes of the tenant's files in the platform's storage, as last counted.
-    async fn files_bytes(&self, tenant: &TenantId) -> Result<u64> {
-        if let Some(entry) = self.inner.files_usage.get(tenant) {
-            if entry.0.elapsed() < FILES_USAGE_TTL {
-                return Ok(entry.1);
-            }
-        }
-        let bytes = self.placement().stored_bytes(tenant).await?;
-        self.inner
-            .files_usage
-            .insert(tenant.clone(), (std::time::Instant::now(), bytes));
-        Ok(bytes)
-    }
-
-    /// Adds freshly stored file bytes to the tenant's count.
-    pub(crate) fn note_files_stored(&self, tenant: &TenantId, bytes: u64) {
-        if let Some(mut entry) = self.inner.files_usage.get_mut(tenant) {
-            entry.1 = entry.1.saturating_add(bytes);
-        }
-    }
-
-    /// Takes a tenant out of the running service: handle, actors, keys (see
-    /// [`RootMessage::RemoveTenant`]).
-    pub(crate) async fn detach_tenant(&self, tenant: &TenantId) {
-        let id = tenant.clone();
-        if let Err(error) = self
-            .inner
-            .root
-            .call(|reply| RootMessage::RemoveTenant { id, reply }, None)
-            .await
-        {
-            tracing::warn!(tenant = %tenant, %error, "the root actor could not detach the tenant");
-        }
-        self.inner.stores.forget(tenant);
-        self.inner.files_usage.remove(tenant);
-        // Entries queued before the detach are written now, so the erasure removes them.
-        self.inner.audit.flush().await;
+    ) -> Result<Vec<memvault_storage::UsageRow>> {
+        self.services.llms.usage_this_month(tenant).await
     }
 
     /// Where files live: stores, the URL signer, the tier's storage count, release.
     pub fn placement(&self) -> Placement {
-        Placement { root: self.clone() }
+        self.services.placement.clone()
     }
 
-    /// Stops every actor; in-flight actor calls finish first (each actor drains the
-    /// message it is handling).
+    /// Stops every actor and queue; in-flight actor calls finish first (each actor drains
+    /// the message it is handling).
     pub async fn shutdown(&self) {
-        self.inner.scheduler.stop();
-        self.inner.audit.stop().await;
-        self.inner.extraction.stop().await;
-        self.inner.erasure.stop().await;
-        self.inner.import.stop().await;
-        self.inner.reembed.stop().await;
-        if let Some(mail) = &self.inner.mail {
-            mail.stop().await;
-        }
-        self.inner
-            .root
-            .stop_and_wait(
-                Some("shutting down".to_owned()),
-                Some(Duration::from_secs(30)),
-            )
-            .await
-            .ok();
-        // Last, so the events of the final writes reach the outbox (drained, not
-        // dropped); attempts still in flight are sent again at the next start.
-        self.inner.events.close();
-        self.inner
-            .webhook_recorder
-            .join(Duration::from_secs(10))
-            .await;
-        self.inner.webhooks.stop().await;
+        self.services.background.shutdown(&self.services.tree).await;
     }
 
     /// Memories in a collection.
     pub fn memories(&self) -> Memories {
-        Memories { root: self.clone() }
+        self.services.memories.clone()
     }
 
     /// The tenant's collections and their grants.
     pub fn collections(&self) -> Collections {
-        Collections { root: self.clone() }
+        self.services.collections.clone()
     }
 
     /// Search, related memories, forget.
     pub fn search(&self) -> Search {
-        Search { root: self.clone() }
+        self.services.search.clone()
     }
 
     /// Graph memory: remember, extraction jobs, contradictions, profiles.
     pub fn graph(&self) -> Graph {
-        Graph { root: self.clone() }
+        self.services.graph.clone()
     }
 
     /// Dedup, archive-stale, health, summaries.
     pub fn maintenance(&self) -> Maintenance {
-        Maintenance { root: self.clone() }
+        self.services.maintenance.clone()
     }
 
     /// The tenant's API keys.
     pub fn keys(&self) -> Keys {
-        Keys { root: self.clone() }
+        self.services.keys.clone()
     }
 
     /// Tenants: bootstrap, signup, stats.
     pub fn tenants(&self) -> Tenants {
-        Tenants { root: self.clone() }
+        self.services.tenants.clone()
     }
 
-    /// The tenant's settings: extraction LLM, spend cap, webhook.
+    /// The tenant's settings: extraction LLM, spend cap, webhook, storage.
     pub fn settings(&self) -> Settings {
-        Settings { root: self.clone() }
+        self.services.settings.clone()
     }
 
     /// Signup, key recovery and the one-time reveal.
     pub fn accounts(&self) -> Accounts {
-        Accounts { root: self.clone() }
+        self.services.accounts.clone()
     }
 
     /// Account export and import.
     pub fn portability(&self) -> Portability {
-        Portability { root: self.clone() }
+        self.services.portability.clone()
     }
 
     /// Stripe checkout, portal and webhook events.
     pub fn billing(&self) -> Billing {
-        Billing { root: self.clone() }
+        self.services.billing.clone()
     }
 
     /// What memvault's own other processes call (internal embed).
     pub fn internal(&self) -> Internal {
-        Internal { root: self.clone() }
+        self.services.internal.clone()
     }
 
     /// What the operator sees: usage, signups, jobs, restarts, request metrics.
     pub fn operator(&self) -> Operator {
-        Operator { root: self.clone() }
+        self.services.operator.clone()
     }
 
     /// The OpenAI-compatible chat proxy.
     pub fn proxy(&self) -> Proxy {
-        Proxy { root: self.clone() }
+        self.services.proxy.clone()
     }
 
     /// The audit log.
     pub fn audit(&self) -> AuditTrail {
-        AuditTrail { root: self.clone() }
+        self.services.audit.clone()
     }
 
     /// Access proofs and authentication.
     pub fn authorizer(&self) -> Authorizer {
-        Authorizer { root: self.clone() }
+        self.services.authorizer.clone()
     }
 
     /// Where recurring work runs (pruning, the status self-checks); stopped at shutdown.
     pub fn scheduler(&self) -> &Scheduler {
-        &self.inner.scheduler
+        &self.services.background.scheduler
     }
 
     /// The configured embedding model's service.
     pub fn embedder(&self) -> &EmbeddingService {
-        self.inner.embedders.current()
+        self.services.embedders.current()
     }
 
     /// Every re-embedding in progress.
     pub fn reembedding(&self) -> &ReembedProgress {
-        &self.inner.reembed_progress
+        &self.services.reembed_progress
     }
 
     /// The collections not yet on the configured embedding model.
     pub fn outdated_collections(&self) -> Vec<(TenantId, CollectionName)> {
-        ReembedJobs::outdated(&self.inner.tenants, self.inner.embedders.current_model())
+        ReembedJobs::outdated(
+            self.services.tree.tenants(),
+            self.services.embedders.current_model(),
+        )
     }
 
     /// Every embedding model this service runs: the configured one and the earlier ones
     /// collections not yet re-embedded still use.
     pub fn embedders(&self) -> &Embedders {
-        &self.inner.embedders
+        &self.services.embedders
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
-        &self.inner.store
-    }
-
-    /// One vector per text by `model`; timed as the `embed` stage.
-    async fn embed_texts(
-        &self,
-        model: &EmbeddingModel,
-        texts: Vec<String>,
-    ) -> Result<Vec<Vec<f32>>> {
-        let started = std::time::Instant::now();
-        let count = texts.len() as u64;
-        let vectors = self.inner.embedders.embed(model, texts).await;
-        self.inner
-            .metrics
-            .record_stage(Stage::Embed, started.elapsed());
-        self.inner.metrics.add(Counter::EmbedTexts, count);
-        vectors
-    }
-
-    /// [`Self::embed_texts`] for one text.
-    async fn embed_text(&self, model: &EmbeddingModel, text: String) -> Result<Vec<f32>> {
-        let mut vectors = self.embed_texts(model, vec![text]).await?;
-        vectors.pop().ok_or_else(|| {
-            memvault_embed::EmbeddingError::Inference("no vector returned".to_owned()).into()
-        })
-    }
-
-    /// The model that embeds a collection's writes: its own, or the configured one for a
-    /// collection that does not exist yet.
-    fn collection_model(&self, tenant: &TenantId, collection: &CollectionName) -> EmbeddingModel {
-        match self.collection_entry(tenant, collection) {
-            Ok(entry) => (**entry.handle.embedding.load()).clone(),
-            Err(_) => self.inner.embedders.current_model().clone(),
-        }
+        &self.services.store
     }
 
     /// Whether the actor tree is up (for health checks).
     pub fn is_running(&self) -> bool {
-        matches!(
-            self.inner.root.get_status(),
-            ractor::ActorStatus::Running | ractor::ActorStatus::Upgrading
-        )
-    }
-
-    /// The tenant whose email is `email` (compared without case).
-    fn tenant_by_email(&self, email: &str) -> Option<TenantRecord> {
-        self.inner.tenants.iter().find_map(|tenant| {
-            let record = &tenant.snapshot().record;
-            record
-                .email
-                .eq_ignore_ascii_case(email)
-                .then(|| (**record).clone())
-        })
-    }
-
-    fn tenant_handle(&self, tenant: &TenantId) -> Result<Arc<TenantHandle>> {
-        self.inner
-            .tenants
-            .get(tenant)
-            .map(|entry| entry.clone())
-            .ok_or_else(|| Error::TenantNotFound(tenant.clone()))
-    }
-
-    fn collection_entry(
-        &self,
-        tenant: &TenantId,
-        name: &CollectionName,
-    ) -> Result<CollectionEntry> {
-        self.tenant_handle(tenant)?
-            .snapshot()
-            .collections
-            .get(name)
-            .cloned()
-            .ok_or_else(|| Error::CollectionNotFound(name.clone()))
-    }
-
-    async fn call_tenant<T: Send + 'static>(
-        &self,
-        tenant: &TenantId,
-        build: impl FnOnce(ractor::RpcReplyPort<Result<T>>) -> TenantMessage,
-    ) -> Result<T> {
-        let handle = self.tenant_handle(tenant)?;
-        let actor = handle.actor.load_full().ok_or_else(|| Error::Restarting {
-            what: "the tenant".to_owned(),
-        })?;
-        call_actor(&actor, build, self.inner.config.call_timeout, "the tenant").await
-    }
-
-    async fn call_collection<T: Send + 'static>(
-        &self,
-        handle: &CollectionHandle,
-        build: impl FnOnce(ractor::RpcReplyPort<Result<T>>) -> CollectionMessage,
-    ) -> Result<T> {
-        let actor = handle.actor.load_full().ok_or_else(|| Error::Restarting {
-            what: format!("collection '{}'", handle.name),
-        })?;
-        call_actor(
-            &actor,
-            build,
-            self.inner.config.call_timeout,
-            "the collection",
-        )
-        .await
-    }
-
-    /// The collection, auto-created on first write. The fast path reads the snapshot.
-    async fn ensure_collection(
-        &self,
-        tenant: &TenantId,
-        name: &CollectionName,
-    ) -> Result<Arc<CollectionHandle>> {
-        if let Ok(entry) = self.collection_entry(tenant, name) {
-            return Ok(entry.handle);
-        }
-        self.admit(tenant, memvault_accounts::Growth::Collection)
-            .await?;
-        let name = name.clone();
-        let entry = self
-            .call_tenant(tenant, |reply| TenantMessage::EnsureCollection {
-                name,
-                reply,
-            })
-            .await?;
-        Ok(entry.handle)
+        self.services.tree.is_running()
     }
 }

@@ -2,17 +2,24 @@
 //! only: nothing here names a tenant.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Datelike, Duration as ChronoDuration, NaiveDate, Utc};
+use memvault_jobs::{JobMetricsSnapshot, RecurringSnapshot};
+use memvault_metrics::Metrics;
+use memvault_storage::Store;
 use memvault_storage::{EmbeddingModel, TenantId};
 
+use super::background::Background;
 use super::intelligence::month_of;
-use super::{ActorRestarts, Memvault};
+use super::quotas::Quotas;
+use super::tree::Tree;
+use super::ActorRestarts;
 use crate::call::blocking;
+use crate::embedders::Embedders;
 use crate::error::Result;
-use crate::metrics::Metrics;
+use crate::reembed::ReembedProgress;
 use crate::reembed::{Finished, Progress};
-use memvault_jobs::{JobMetricsSnapshot, RecurringSnapshot};
 
 /// Storage and LLM usage of every tenant over a window of days.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,31 +116,27 @@ impl Supervision {
 /// What the operator of the service sees: usage, signups, jobs, restarts.
 #[derive(Clone)]
 pub struct Operator {
-    pub(super) root: Memvault,
+    pub(super) tree: Tree,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) embedders: Embedders,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) quotas: Quotas,
+    pub(super) reembed_progress: ReembedProgress,
+    pub(super) background: Background,
+    pub(super) restarts: memvault_types::RestartPolicy,
 }
 
 impl Operator {
     /// Every job kind's counters, since the process started.
     pub fn job_metrics(&self) -> Vec<(&'static str, JobMetricsSnapshot)> {
-        let inner = &self.root.inner;
-        let mut kinds = vec![
-            ("extraction", inner.extraction.metrics()),
-            ("webhook_delivery", inner.webhooks.metrics()),
-            ("reembed", inner.reembed.metrics()),
-        ];
-        if let Some(mail) = &inner.mail {
-            kinds.push(("mail", mail.metrics()));
-        }
-        kinds.push(("erasure", inner.erasure.metrics()));
-        kinds.push(("import", inner.import.metrics()));
-        kinds
+        self.background.job_metrics()
     }
 
     /// Which models made the service's vectors and how far re-embedding is.
     pub fn embeddings(&self) -> EmbeddingsOverview {
-        let model = self.root.inner.embedders.current_model().clone();
+        let model = self.embedders.current_model().clone();
         let mut by_model: BTreeMap<EmbeddingModel, usize> = BTreeMap::new();
-        for tenant in self.root.inner.tenants.iter() {
+        for tenant in self.tree.tenants().iter() {
             for entry in tenant.snapshot().collections.values() {
                 *by_model
                     .entry((**entry.handle.embedding.load()).clone())
@@ -147,7 +150,7 @@ impl Operator {
             .sum();
         let mut by_model: Vec<(EmbeddingModel, usize)> = by_model.into_iter().collect();
         by_model.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        let running = self.root.inner.reembed_progress.all();
+        let running = self.reembed_progress.all();
         let failing: Vec<&Progress> = running
             .iter()
             .map(|(_, progress)| progress)
@@ -163,14 +166,14 @@ impl Operator {
                 .iter()
                 .max_by_key(|progress| progress.started_at)
                 .and_then(|progress| progress.last_error.clone()),
-            finished: self.root.inner.reembed_progress.finished(),
+            finished: self.reembed_progress.finished(),
             model,
         }
     }
 
     /// Runs and failures of every recurring task, since the process started.
     pub fn recurring_metrics(&self) -> Vec<RecurringSnapshot> {
-        self.root.inner.scheduler.snapshot()
+        self.background.scheduler.snapshot()
     }
 
     /// What is degraded now: actors and job kinds that keep failing, and top-level
@@ -178,30 +181,13 @@ impl Operator {
     /// and kind names only: no tenant data.
     pub fn supervision(&self) -> Supervision {
         let restarts = self.actor_restarts();
-        let inner = &self.root.inner;
         let jobs = self.job_metrics();
         let mut supervisors_down = Vec::new();
-        if !self.root.is_running() {
+        if !self.tree.is_running() {
             supervisors_down.push("root");
         }
-        let queues = [
-            ("extraction", inner.extraction.is_running()),
-            ("webhook_delivery", inner.webhooks.is_running()),
-            ("reembed", inner.reembed.is_running()),
-            ("erasure", inner.erasure.is_running()),
-            ("import", inner.import.is_running()),
-            (
-                "mail",
-                inner.mail.as_ref().is_none_or(|mail| mail.is_running()),
-            ),
-        ];
-        supervisors_down.extend(
-            queues
-                .into_iter()
-                .filter(|(_, running)| !running)
-                .map(|(kind, _)| kind),
-        );
-        let residents = [inner.audit.writer(), &inner.webhook_recorder];
+        supervisors_down.extend(self.background.queues_down());
+        let residents = self.background.residents();
         supervisors_down.extend(
             residents
                 .iter()
@@ -228,10 +214,10 @@ impl Operator {
     /// Restarts of failed tenant and collection actors since the process started, and
     /// how many are degraded now.
     pub fn actor_restarts(&self) -> ActorRestarts {
-        let policy = &self.root.inner.config.restarts;
+        let policy = &self.restarts;
         let now = std::time::Instant::now();
         let mut restarts = ActorRestarts::default();
-        for tenant in self.root.inner.tenants.iter() {
+        for tenant in self.tree.tenants().iter() {
             restarts.tenants += tenant.supervised.restarts();
             restarts.degraded_tenants += u64::from(tenant.supervised.is_degraded(policy, now));
             for entry in tenant.snapshot().collections.values() {
@@ -245,21 +231,20 @@ impl Operator {
 
     /// The process's request and stage metrics (the HTTP edge records requests here).
     pub fn metrics(&self) -> &Metrics {
-        &self.root.inner.metrics
+        &self.metrics
     }
 
     /// Storage now and LLM usage in the months the last `days` days touch, over every
     /// tenant.
     pub async fn usage(&self, days: u32) -> Result<OperatorUsage> {
         let tenants: Vec<TenantId> = self
-            .root
-            .inner
-            .tenants
+            .tree
+            .tenants()
             .iter()
             .map(|entry| entry.key().clone())
             .collect();
-        let months = months_touched(self.root.now(), days);
-        let store = self.root.inner.store.clone();
+        let months = months_touched(self.tree.now(), days);
+        let store = self.store.clone();
         let window = months.clone();
         let (db_bytes, rows) = blocking(move || {
             let mut db_bytes = 0;
@@ -289,19 +274,18 @@ impl Operator {
         let by_purpose: Vec<PurposeUsage> = by_purpose.into_values().collect();
         let mut files_bytes = 0;
         let tenants: Vec<TenantId> = self
-            .root
-            .inner
-            .tenants
+            .tree
+            .tenants()
             .iter()
             .map(|entry| entry.key().clone())
             .collect();
         let mut by_tier: BTreeMap<String, TierUsage> = BTreeMap::new();
         for tenant in &tenants {
-            let Ok(handle) = self.root.tenant_handle(tenant) else {
+            let Ok(handle) = self.tree.tenant_handle(tenant) else {
                 continue; // erased meanwhile
             };
             let tier = handle.snapshot().record.tier.clone();
-            let held = self.root.held(tenant).await?;
+            let held = self.quotas.held(tenant).await?;
             files_bytes += held.storage_bytes;
             let usage = by_tier.entry(tier.clone()).or_insert_with(|| TierUsage {
                 tier,
@@ -315,7 +299,7 @@ impl Operator {
         Ok(OperatorUsage {
             by_tier: by_tier.into_values().collect(),
             days,
-            tenants: self.root.inner.tenants.len(),
+            tenants: self.tree.tenants().len(),
             db_bytes,
             files_bytes,
             months,
@@ -327,9 +311,8 @@ impl Operator {
     /// Tenants created in the last `days` days (today included), per day.
     pub fn signups(&self, days: u32) -> Signups {
         let created: Vec<DateTime<Utc>> = self
-            .root
-            .inner
-            .tenants
+            .tree
+            .tenants()
             .iter()
             .map(|entry| entry.snapshot().record.clone())
             .filter(|record| !record.admin)

@@ -9,38 +9,60 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use memvault_blobs::{BlobError, BlobKey, BlobPrefix, BlobStore, UrlSigner};
+use memvault_blobs::{BlobError, BlobKey, BlobStore, UrlSigner};
+use memvault_files::TenantStores;
 use memvault_files::{Attachment, PlacedStore};
+use memvault_storage::crypto::SecretBox;
 use memvault_storage::{StorageConfigRecord, TenantId};
 use serde_json::Value;
 
-use super::Memvault;
+use super::quotas::Quotas;
+use super::tree::Tree;
 use crate::error::{Error, Result};
 
 /// Where files live: see the module docs.
 #[derive(Clone)]
 pub struct Placement {
-    pub(super) root: Memvault,
+    tree: Tree,
+    stores: Arc<TenantStores>,
+    signer: UrlSigner,
+    /// Opens the credentials of tenants' own buckets.
+    secrets: Option<Arc<SecretBox>>,
+    quotas: Quotas,
 }
 
 impl Placement {
+    pub(crate) fn new(
+        tree: Tree,
+        stores: Arc<TenantStores>,
+        signer: UrlSigner,
+        secrets: Option<Arc<SecretBox>>,
+        quotas: Quotas,
+    ) -> Self {
+        Self {
+            tree,
+            stores,
+            signer,
+            secrets,
+            quotas,
+        }
+    }
+
     /// The platform's store: where memvault's own presigned URLs point.
     pub fn platform(&self) -> &Arc<dyn BlobStore> {
-        self.root.inner.stores.platform()
+        self.stores.platform()
     }
 
     /// Signs and checks memvault's own presigned URLs.
     pub fn signer(&self) -> &UrlSigner {
-        &self.root.inner.blobs.signer
+        &self.signer
     }
 
     /// Where the tenant's new files go: its own bucket when it configured one.
     pub fn active(&self, tenant: &TenantId) -> Result<PlacedStore> {
         let config = self.storage_config(tenant)?;
-        self.root
-            .inner
-            .stores
-            .active(tenant, config.as_ref(), self.root.secrets().ok())
+        self.stores
+            .active(tenant, config.as_ref(), self.secrets.as_deref())
             .map_err(storage_error)
     }
 
@@ -55,16 +77,14 @@ impl Placement {
             None => None,
             Some(_) => self.storage_config(tenant)?,
         };
-        self.root
-            .inner
-            .stores
-            .holding(tenant, store, config.as_ref(), self.root.secrets().ok())
+        self.stores
+            .holding(tenant, store, config.as_ref(), self.secrets.as_deref())
             .map_err(storage_error)
     }
 
     fn storage_config(&self, tenant: &TenantId) -> Result<Option<StorageConfigRecord>> {
         Ok(self
-            .root
+            .tree
             .tenant_handle(tenant)?
             .snapshot()
             .settings
@@ -76,12 +96,12 @@ impl Placement {
     /// past its tier's limit.
     pub async fn admit(&self, tenant: &TenantId, bytes: u64) -> Result<()> {
         let growth = memvault_accounts::Growth::StorageBytes(bytes);
-        self.root.admit(tenant, growth).await
+        self.quotas.admit(tenant, growth).await
     }
 
     /// Adds freshly stored bytes to the tenant's count in the platform's storage.
     pub fn note_stored(&self, tenant: &TenantId, bytes: u64) {
-        self.root.note_files_stored(tenant, bytes);
+        self.quotas.note_files_stored(tenant, bytes);
     }
 
     /// Deletes the blobs of these `images` entries that no memory of the tenant
@@ -104,7 +124,7 @@ impl Placement {
     /// Every file id a memory of the tenant references.
     fn referenced_files(&self, tenant: &TenantId) -> HashSet<String> {
         let mut referenced = HashSet::new();
-        let Ok(handle) = self.root.tenant_handle(tenant) else {
+        let Ok(handle) = self.tree.tenant_handle(tenant) else {
             return referenced;
         };
         for entry in handle.snapshot().collections.values() {
@@ -141,9 +161,7 @@ impl Placement {
     /// Bytes stored for the tenant (files, uploads) in the platform's storage (a tenant's
     /// own bucket is its own to count).
     pub async fn stored_bytes(&self, tenant: &TenantId) -> Result<u64> {
-        let prefix = BlobPrefix::tenant(tenant).map_err(storage_error)?;
-        let entries = self.platform().list(&prefix).await.map_err(storage_error)?;
-        Ok(entries.iter().map(|entry| entry.size).sum())
+        super::quotas::stored_bytes(self.platform(), tenant).await
     }
 }
 

@@ -6,20 +6,23 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::Utc;
+use memvault_accounts::Growth;
+use memvault_portability::{item_id, ImportRunner};
+use memvault_storage::Store;
 use memvault_storage::{
     CollectionName, ImportCollectionRecord, ImportItemRecord, ImportJobRecord, ImportPayload,
     ImportSkipRecord, ImportState, MemoryRecord, TenantRecord,
 };
 use serde_json::{Map, Value};
 
-use super::{CollectionView, Memvault};
+use super::quotas::Quotas;
+use super::tree::Tree;
+use super::{Authorizer, CollectionView, Collections, ImportQueue, Memories};
 use crate::agent::Agent;
 use crate::call::blocking;
 use crate::error::{Error, Result};
 use crate::memory::NewMemory;
 use crate::service::{CollectionAccess, Write};
-use memvault_accounts::Growth;
-use memvault_portability::{item_id, ImportRunner};
 
 /// Memories embedded and stored per call during an import.
 pub const IMPORT_BATCH: usize = 256;
@@ -61,14 +64,20 @@ pub struct ImportOutcome {
 /// Export and import of a whole account.
 #[derive(Clone)]
 pub struct Portability {
-    pub(super) root: Memvault,
+    pub(super) tree: Tree,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) quotas: Quotas,
+    pub(super) authorizer: Authorizer,
+    pub(super) collections: Collections,
+    pub(super) memories: Memories,
+    pub(super) import: ImportQueue,
 }
 
 impl Portability {
     /// The caller's account as it is now: every collection it may read.
     pub fn export(&self, agent: &Agent) -> Result<AccountExport> {
-        let snapshot = self.root.tenant_handle(&agent.tenant_id)?.snapshot();
-        let authorizer = self.root.authorizer();
+        let snapshot = self.tree.tenant_handle(&agent.tenant_id)?.snapshot();
+        let authorizer = &self.authorizer;
         let collections = snapshot
             .collections
             .values()
@@ -96,7 +105,7 @@ impl Portability {
         memories: Vec<ImportedMemory>,
     ) -> Result<ImportOutcome> {
         let accesses = self.authorize(agent, &collections, &memories)?;
-        self.root
+        self.quotas
             .admit(&agent.tenant_id, Growth::Memories(memories.len() as u64))
             .await?;
         self.create_collections(&accesses, collections).await?;
@@ -130,7 +139,7 @@ impl Portability {
         skipped_count: usize,
     ) -> Result<ImportJobRecord> {
         let accesses = self.authorize(agent, &collections, &memories)?;
-        self.root
+        self.quotas
             .admit(&agent.tenant_id, Growth::Memories(memories.len() as u64))
             .await?;
         let now = Utc::now();
@@ -160,11 +169,10 @@ impl Portability {
                 .collect(),
             items: memories.into_iter().map(item_record).collect(),
         };
-        let (store, stored) = (self.root.inner.store.clone(), job.clone());
+        let (store, stored) = (self.store.clone(), job.clone());
         blocking(move || store.create_import(&stored, &payload)).await?;
         if self
-            .root
-            .import_queue()
+            .import
             .submit((job.tenant_id.clone(), job.id.clone()))
             .is_err()
         {
@@ -175,11 +183,7 @@ impl Portability {
 
     /// An import of the caller's tenant, as far as it is.
     pub async fn import_job(&self, agent: &Agent, id: &str) -> Result<ImportJobRecord> {
-        let (store, tenant, key) = (
-            self.root.inner.store.clone(),
-            agent.tenant_id.clone(),
-            id.to_owned(),
-        );
+        let (store, tenant, key) = (self.store.clone(), agent.tenant_id.clone(), id.to_owned());
         blocking(move || store.import_job(&tenant, &key))
             .await?
             .ok_or_else(|| Error::ImportNotFound(id.to_owned()))
@@ -192,7 +196,7 @@ impl Portability {
         collections: &[ImportCollection],
         memories: &[ImportedMemory],
     ) -> Result<BTreeMap<CollectionName, CollectionAccess<Write>>> {
-        let authorizer = self.root.authorizer();
+        let authorizer = &self.authorizer;
         let mut accesses = BTreeMap::new();
         for name in collections
             .iter()
@@ -217,8 +221,7 @@ impl Portability {
         for collection in collections {
             let access = &accesses[&collection.name];
             match self
-                .root
-                .collections()
+                .collections
                 .create(access, collection.description, collection.metadata)
                 .await
             {
@@ -238,8 +241,7 @@ impl Portability {
         ids: Option<Vec<String>>,
     ) -> Result<usize> {
         let created = self
-            .root
-            .memories()
+            .memories
             .create_as(
                 access,
                 batch.iter().map(|item| item.memory.clone()).collect(),
@@ -248,16 +250,10 @@ impl Portability {
             .await?;
         for (record, item) in created.iter().zip(batch) {
             if item.pinned {
-                self.root
-                    .memories()
-                    .set_pinned(access, &record.id, true)
-                    .await?;
+                self.memories.set_pinned(access, &record.id, true).await?;
             }
             if item.archived {
-                self.root
-                    .memories()
-                    .set_archived(access, &record.id, true)
-                    .await?;
+                self.memories.set_archived(access, &record.id, true).await?;
             }
         }
         Ok(created.len())
@@ -340,7 +336,7 @@ impl Portability {
                 .await?;
         }
         // Items of this range an interrupted attempt stored are replaced, not doubled.
-        let memories = portability.root.memories();
+        let memories = portability.memories.clone();
         let mut fresh = Vec::with_capacity(items.len());
         for (offset, item) in items.into_iter().enumerate() {
             let id = item_id(&job.id, from + offset);
@@ -372,8 +368,6 @@ impl Portability {
 impl Portability {
     /// The agent an import writes as: the key that asked for it, while it is active.
     fn agent_of(&self, job: &ImportJobRecord) -> Result<Agent> {
-        self.root
-            .authorizer()
-            .agent_of_key(&job.tenant_id, &job.key_id)
+        self.authorizer.agent_of_key(&job.tenant_id, &job.key_id)
     }
 }

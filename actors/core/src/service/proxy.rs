@@ -15,20 +15,21 @@
 //!   `can_write` grant, too long) never fails the chat: `stored` is false and `skipped`
 //!   says why.
 
+use memvault_index::search::{FusionParams, SearchFilter, SearchMode, SearchQuery};
+use memvault_llm::{truncate_chars, LlmError};
 use memvault_storage::CollectionName;
+use memvault_types::limits::{
+    MEMORY_TEXT_MAX_CHARS, PROXY_MESSAGES_MAX, REMEMBER_CONTENT_MAX_CHARS, SEARCH_MIN_SCORE_DEFAULT,
+};
 use serde_json::{Map, Value};
 
 use super::access::{Read, Write};
 use super::intelligence::{LlmChoice, Purpose};
-use super::Memvault;
+use super::tree::Tree;
+use super::{Authorizer, Graph, Llms, Search};
 use crate::agent::Agent;
 use crate::error::{Error, Result};
 use crate::service::RememberInput;
-use memvault_index::search::{FusionParams, SearchFilter, SearchMode, SearchQuery};
-use memvault_llm::{truncate_chars, LlmError};
-use memvault_types::limits::{
-    MEMORY_TEXT_MAX_CHARS, PROXY_MESSAGES_MAX, REMEMBER_CONTENT_MAX_CHARS, SEARCH_MIN_SCORE_DEFAULT,
-};
 
 /// Where the user message is stored when the request names no collection.
 pub const PROXY_DEFAULT_COLLECTION: &str = "chat";
@@ -80,7 +81,11 @@ pub struct ProxyOutcome {
 /// The OpenAI-compatible chat proxy that reads and writes memories around each call.
 #[derive(Clone)]
 pub struct Proxy {
-    pub(super) root: Memvault,
+    pub(super) tree: Tree,
+    pub(super) llms: Llms,
+    pub(super) graph: Graph,
+    pub(super) search: Search,
+    pub(super) authorizer: Authorizer,
 }
 
 impl Proxy {
@@ -89,7 +94,7 @@ impl Proxy {
         validate_messages(&request.messages)?;
         let user_text = last_user_text(&request.messages)?;
         let tenant = &agent.tenant_id;
-        let choice = self.root.llm_for(tenant, Purpose::Proxy).await?;
+        let choice = self.llms.llm_for(tenant, Purpose::Proxy).await?;
         let llm = match &choice {
             LlmChoice::Own(llm) | LlmChoice::Platform(llm) => llm.clone(),
             LlmChoice::OverCap { cap_usd } => {
@@ -101,10 +106,7 @@ impl Proxy {
             .model
             .clone()
             .unwrap_or_else(|| llm.model().to_owned());
-        if !choice.is_own()
-            && model != llm.model()
-            && !self.root.inner.intelligence.has_price(&model)
-        {
+        if !choice.is_own() && model != llm.model() && !self.llms.intelligence().has_price(&model) {
             return Err(Error::ModelNotOffered {
                 model,
                 offered: llm.model().to_owned(),
@@ -119,7 +121,7 @@ impl Proxy {
             Value::Array(with_memories(&request.messages, &memories_used)),
         );
         let completion = llm.complete_raw(body).await.map_err(upstream_error)?;
-        self.root
+        self.llms
             .record_usage(
                 tenant,
                 Purpose::Proxy,
@@ -175,22 +177,15 @@ impl Proxy {
         };
         let scope = match &request.collection {
             Some(name) => {
-                let access = self
-                    .root
-                    .authorizer()
-                    .authorize::<Read>(agent, name.clone())?;
-                if self.root.collection_entry(&agent.tenant_id, name).is_err() {
+                let access = self.authorizer.authorize::<Read>(agent, name.clone())?;
+                if self.tree.collection_entry(&agent.tenant_id, name).is_err() {
                     return Ok(Vec::new());
                 }
                 Some(access)
             }
             None => None,
         };
-        let outcome = self
-            .root
-            .search()
-            .search(agent, scope.as_ref(), query)
-            .await?;
+        let outcome = self.search.search(agent, scope.as_ref(), query).await?;
         Ok(outcome
             .hits
             .iter()
@@ -216,8 +211,7 @@ impl Proxy {
                 .map_err(|error| format!("the default collection is invalid: {error}"))?,
         };
         let access = self
-            .root
-            .authorizer()
+            .authorizer
             .authorize::<Write>(agent, name)
             .map_err(|error| error.to_string())?;
         let length = text.chars().count();
@@ -231,7 +225,7 @@ impl Proxy {
             content: text,
             importance: None,
         };
-        match self.root.graph().submit_remember(&access, input).await {
+        match self.graph.submit_remember(&access, input).await {
             Ok(job) => Ok(job.id),
             Err(error) => {
                 tracing::warn!(%error, "chat proxy: the user message was not queued");

@@ -3,21 +3,27 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use memvault_storage::Store;
 use memvault_storage::{
     CollectionName, CreatedBy, EmbeddingModel, ExtractJobRecord, JobState, MemoryRecord, TenantId,
 };
 
 use super::access::{CollectionAccess, Read, Write};
+use super::embedding::Embedding;
 use super::intelligence::{LlmChoice, Purpose};
-use super::Memvault;
+use super::quotas::Quotas;
+use super::tree::Tree;
+use super::{Authorizer, ExtractionQueue, Llms};
 use crate::agent::Agent;
 use crate::call::blocking;
 use crate::collection::{CollectionMessage, CollectionSnapshot, IncomingFact};
 use crate::error::{Error, Result};
+
 pub use crate::memory::{Extractor, RememberInput, RememberOutcome};
-use crate::metrics::{Counter, Stage};
 use memvault_extract::ExtractedFact;
 use memvault_index::search::filter::is_current;
+use memvault_metrics::Metrics;
+use memvault_metrics::{Counter, Stage};
 use memvault_types::limits::{DEFAULT_IMPORTANCE, PROFILE_MAX_FACTS};
 
 /// One pair of the contradictions list: a fact and the older one it superseded, or the
@@ -95,7 +101,14 @@ fn created_by(agent: &Agent) -> CreatedBy {
 /// Graph memory: remember (now or as a job), extraction jobs, contradictions, profiles.
 #[derive(Clone)]
 pub struct Graph {
-    pub(super) root: Memvault,
+    pub(super) tree: Tree,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) quotas: Quotas,
+    pub(super) embedding: Embedding,
+    pub(super) llms: Llms,
+    pub(super) authorizer: Authorizer,
+    pub(super) extraction: ExtractionQueue,
+    pub(super) metrics: Arc<Metrics>,
 }
 
 impl Graph {
@@ -118,8 +131,8 @@ impl Graph {
     ) -> Result<ExtractJobRecord> {
         let (agent, collection) = (access.agent(), access.collection());
         // Fail now, not in the job, when the tenant's collection cannot exist.
-        self.root.tenant_handle(&agent.tenant_id)?;
-        let now = self.root.now();
+        self.tree.tenant_handle(&agent.tenant_id)?;
+        let now = self.tree.now();
         let job = ExtractJobRecord {
             id: format!("job_{}", uuid::Uuid::now_v7().simple()),
             tenant_id: agent.tenant_id.clone(),
@@ -144,22 +157,17 @@ impl Graph {
     /// A job, for an agent that may read its collection (a job shows the facts it
     /// stored).
     pub async fn extract_job(&self, agent: &Agent, id: &str) -> Result<ExtractJobRecord> {
-        let (store, tenant, key) = (
-            self.root.inner.store.clone(),
-            agent.tenant_id.clone(),
-            id.to_owned(),
-        );
+        let (store, tenant, key) = (self.store.clone(), agent.tenant_id.clone(), id.to_owned());
         let job = blocking(move || store.job(&tenant, &key))
             .await?
             .ok_or_else(|| Error::JobNotFound(id.to_owned()))?;
-        self.root
-            .authorizer()
+        self.authorizer
             .authorize::<Read>(agent, job.collection.clone())?;
         Ok(job)
     }
 
     pub(crate) async fn put_job(&self, job: ExtractJobRecord) -> Result<()> {
-        let store = self.root.inner.store.clone();
+        let store = self.store.clone();
         blocking(move || store.put_job(&job)).await
     }
 
@@ -170,19 +178,19 @@ impl Graph {
         collection: &CollectionName,
         input: RememberInput,
     ) -> Result<RememberOutcome> {
-        let now = self.root.now();
-        let choice = self.root.llm_for(tenant, Purpose::Extract).await?;
+        let now = self.tree.now();
+        let choice = self.llms.llm_for(tenant, Purpose::Extract).await?;
         let (facts, extractor, detail) = match &choice {
             LlmChoice::Own(llm) | LlmChoice::Platform(llm) => {
                 let extract_started = std::time::Instant::now();
                 let result = memvault_extract::llm::extract(&**llm, &input.content, now).await;
-                let metrics = &self.root.inner.metrics;
+                let metrics = &self.metrics;
                 metrics.record_stage(Stage::LlmExtract, extract_started.elapsed());
                 let (facts, usage) = match result {
                     Ok(extracted) => extracted,
                     Err(error) => {
                         metrics.increment(Counter::LlmExtractFailed);
-                        self.root
+                        self.llms
                             .record_usage(
                                 tenant,
                                 Purpose::Extract,
@@ -201,7 +209,7 @@ impl Graph {
                         });
                     }
                 };
-                self.root
+                self.llms
                     .record_usage(
                         tenant,
                         Purpose::Extract,
@@ -240,7 +248,7 @@ impl Graph {
             ),
         };
         let importance = input.importance.unwrap_or(DEFAULT_IMPORTANCE);
-        self.root
+        self.quotas
             .admit(
                 tenant,
                 memvault_accounts::Growth::Memories(facts.len() as u64),
@@ -249,7 +257,7 @@ impl Graph {
         let mut attempt = 0;
         let facts = loop {
             attempt += 1;
-            let model = self.root.collection_model(tenant, collection);
+            let model = self.embedding.collection_model(tenant, collection);
             let embedded = self.embed_facts(&model, facts.clone()).await?;
             if embedded.is_empty() {
                 return Ok(RememberOutcome {
@@ -258,10 +266,10 @@ impl Graph {
                     detail: Some("no statement to remember was found in the content".to_owned()),
                 });
             }
-            let handle = self.root.ensure_collection(tenant, collection).await?;
+            let handle = self.quotas.ensure_collection(tenant, collection).await?;
             let created_by = created_by.clone();
             let stored = self
-                .root
+                .tree
                 .call_collection(&handle, |reply| CollectionMessage::Remember {
                     facts: embedded,
                     model,
@@ -293,7 +301,7 @@ impl Graph {
             return Ok(facts);
         }
         let texts = facts.iter().map(|fact| fact.text.clone()).collect();
-        let embeddings = self.root.embed_texts(model, texts).await?;
+        let embeddings = self.embedding.embed_texts(model, texts).await?;
         for (fact, embedding) in facts.iter_mut().zip(embeddings) {
             fact.embedding = embedding;
         }
@@ -309,11 +317,11 @@ impl Graph {
     ) -> Result<Vec<Contradiction>> {
         let (tenant, collection) = (access.tenant(), access.collection());
         let snapshot = self
-            .root
+            .tree
             .collection_entry(tenant, collection)?
             .handle
             .snapshot();
-        let now = self.root.now();
+        let now = self.tree.now();
         let mut pairs: Vec<Contradiction> = snapshot
             .set_aside_at(now)
             .filter_map(|memory| Contradiction::set_aside(&snapshot, memory, now))
@@ -340,7 +348,7 @@ impl Graph {
     pub fn history(&self, access: &CollectionAccess<Read>, id: &str) -> Result<SlotHistory> {
         let (tenant, collection) = (access.tenant(), access.collection());
         let snapshot = self
-            .root
+            .tree
             .collection_entry(tenant, collection)?
             .handle
             .snapshot();
@@ -352,7 +360,7 @@ impl Graph {
                 collection: collection.clone(),
                 id: id.to_owned(),
             })?;
-        let now = self.root.now();
+        let now = self.tree.now();
         let values: Vec<Arc<MemoryRecord>> = match &memory.slot {
             Some(slot) => snapshot.slot_history(slot).cloned().collect(),
             None => vec![memory.clone()],
@@ -374,11 +382,11 @@ impl Graph {
     pub async fn profile(&self, access: &CollectionAccess<Read>) -> Result<Profile> {
         let (tenant, collection) = (access.tenant(), access.collection());
         let snapshot = self
-            .root
+            .tree
             .collection_entry(tenant, collection)?
             .handle
             .snapshot();
-        let now = self.root.now();
+        let now = self.tree.now();
         let mut facts: Vec<Arc<MemoryRecord>> = snapshot
             .memories
             .values()
@@ -394,7 +402,7 @@ impl Graph {
         let based_on = facts.len();
         let mut skipped = None;
         if !facts.is_empty() {
-            let choice = self.root.llm_for(tenant, Purpose::Profile).await?;
+            let choice = self.llms.llm_for(tenant, Purpose::Profile).await?;
             match choice.llm() {
                 Some(llm) => {
                     let pairs: Vec<(String, String)> = facts
@@ -403,7 +411,7 @@ impl Graph {
                         .collect();
                     match llm.chat(memvault_llm::profile_request(&pairs)).await {
                         Ok(response) => {
-                            self.root
+                            self.llms
                                 .record_usage(
                                     tenant,
                                     Purpose::Profile,
@@ -425,7 +433,7 @@ impl Graph {
                         Err(error) => skipped = Some(format!("the LLM call failed: {error}")),
                     }
                 }
-                None if self.root.has_platform_llm() => skipped = choice.absence(),
+                None if self.llms.has_platform_llm() => skipped = choice.absence(),
                 None => {}
             }
         }
@@ -438,7 +446,7 @@ impl Graph {
     }
 
     fn extraction(&self) -> &memvault_jobs::JobQueue<crate::extraction::ExtractionJobs> {
-        &self.root.inner.extraction
+        &self.extraction
     }
 }
 

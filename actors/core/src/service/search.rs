@@ -6,22 +6,27 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use memvault_storage::{CollectionName, EmbeddingModel, MemoryRecord, TenantId};
-
-use super::access::{CollectionAccess, Read, Write};
-use super::intelligence::{LlmChoice, Purpose};
-use super::Memvault;
-use crate::agent::Agent;
-use crate::collection::{CollectionHandle, CollectionSnapshot};
-use crate::error::{Error, Result};
-use crate::metrics::{Counter, Stage};
 use memvault_index::search::cache::fingerprint;
+use memvault_index::search::cache::SearchCaches;
 use memvault_index::search::engine::{search_collection, vector_candidates};
 use memvault_index::search::{
     SearchFilter, SearchHit, SearchMode, SearchOutcome, SearchQuery, Skipped,
 };
 use memvault_index::{CollectionIndexes, IndexError};
 use memvault_llm::Llm;
+use memvault_metrics::Metrics;
+use memvault_metrics::{Counter, Stage};
+use memvault_storage::Store;
+use memvault_storage::{CollectionName, EmbeddingModel, MemoryRecord, TenantId};
+
+use super::access::{CollectionAccess, Read, Write};
+use super::embedding::Embedding;
+use super::intelligence::{LlmChoice, Purpose};
+use super::tree::Tree;
+use super::{Authorizer, Llms, Memories};
+use crate::agent::Agent;
+use crate::collection::{CollectionHandle, CollectionSnapshot};
+use crate::error::{Error, Result};
 
 /// Rerank sees this many times the requested results, at most [`RERANK_CANDIDATES_MAX`].
 const RERANK_CANDIDATE_FACTOR: usize = 3;
@@ -38,7 +43,14 @@ struct Target {
 /// Search across one collection or all the agent may read; related memories; forget.
 #[derive(Clone)]
 pub struct Search {
-    pub(super) root: Memvault,
+    pub(super) tree: Tree,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) authorizer: Authorizer,
+    pub(super) embedding: Embedding,
+    pub(super) llms: Llms,
+    pub(super) memories: Memories,
+    pub(super) caches: Arc<SearchCaches>,
+    pub(super) metrics: Arc<Metrics>,
 }
 
 impl Search {
@@ -69,9 +81,9 @@ impl Search {
         let targets = self.search_targets(agent, scope)?;
         // The moment the answer is about; a cached answer holds until a memory's truth
         // changes by itself after it (an expiry, the end of a set-aside).
-        let at = as_of.unwrap_or_else(|| self.root.now());
+        let at = as_of.unwrap_or_else(|| self.tree.now());
         let choice = if query.rewrite || query.rerank {
-            Some(self.root.llm_for(tenant, Purpose::Rewrite).await?)
+            Some(self.llms.llm_for(tenant, Purpose::Rewrite).await?)
         } else {
             None
         };
@@ -81,9 +93,9 @@ impl Search {
             _ => Vec::new(),
         };
         let key = cache_key(tenant, scope, &targets, &query, at, as_of.is_some());
-        let metrics = &self.root.inner.metrics;
+        let metrics = &self.metrics;
         let cache_started = Instant::now();
-        let cached = self.root.inner.caches.results(key);
+        let cached = self.caches.results(key);
         metrics.record_stage(Stage::CacheGet, cache_started.elapsed());
         if let Some(hits) = cached {
             metrics.increment(Counter::SearchCacheHit);
@@ -206,7 +218,7 @@ impl Search {
         let hits = Arc::new(hits);
         // An answer a failed LLM step degraded is not kept: the next try may do better.
         if skipped.is_empty() || llm.is_none() {
-            self.root.inner.caches.store_results(key, hits.clone());
+            self.caches.store_results(key, hits.clone());
         }
         Ok(SearchOutcome {
             hits,
@@ -228,7 +240,7 @@ impl Search {
             .chat(memvault_llm::rewrite_request(text))
             .await
             .map_err(|error| format!("the LLM call failed: {error}"))?;
-        self.root
+        self.llms
             .record_usage(tenant, Purpose::Rewrite, llm.model(), false, response.usage)
             .await;
         memvault_llm::parse_rewrite(&response.content)
@@ -252,7 +264,7 @@ impl Search {
             .chat(memvault_llm::rerank_request(text, &candidates))
             .await
             .map_err(|error| format!("the LLM call failed: {error}"))?;
-        self.root
+        self.llms
             .record_usage(tenant, Purpose::Rerank, llm.model(), false, response.usage)
             .await;
         let order = memvault_llm::parse_rerank(&response.content, &ids)
@@ -292,7 +304,7 @@ impl Search {
             None => self.stored_embedding(tenant, collection, id).await?,
         };
         let anchor_id = anchor.id.clone();
-        let now = self.root.now();
+        let now = self.tree.now();
         let hits = tokio::task::spawn_blocking(move || -> Result<Vec<SearchHit>, IndexError> {
             let filter = SearchFilter::default();
             let accept =
@@ -371,7 +383,7 @@ impl Search {
             let Some(memory) = target.snapshot.by_key(key).cloned() else {
                 continue;
             };
-            match self.root.memories().delete(access, &memory.id).await {
+            match self.memories.delete(access, &memory.id).await {
                 Ok(()) => deleted.push(SearchHit {
                     memory,
                     score: similarity,
@@ -388,22 +400,13 @@ impl Search {
     /// The query's embedding by `model`, cached by model and text.
     async fn query_embedding(&self, model: &EmbeddingModel, text: &str) -> Result<Arc<Vec<f32>>> {
         let cache_key = format!("{}\u{0}{}\u{0}{text}", model.name, model.dimensions);
-        if let Some(vector) = self.root.inner.caches.embedding(&cache_key) {
-            self.root
-                .inner
-                .metrics
-                .increment(Counter::QueryEmbeddingCacheHit);
+        if let Some(vector) = self.caches.embedding(&cache_key) {
+            self.metrics.increment(Counter::QueryEmbeddingCacheHit);
             return Ok(vector);
         }
-        self.root
-            .inner
-            .metrics
-            .increment(Counter::QueryEmbeddingCacheMiss);
-        let vector = Arc::new(self.root.embed_text(model, text.to_owned()).await?);
-        self.root
-            .inner
-            .caches
-            .store_embedding(cache_key, vector.clone());
+        self.metrics.increment(Counter::QueryEmbeddingCacheMiss);
+        let vector = Arc::new(self.embedding.embed_text(model, text.to_owned()).await?);
+        self.caches.store_embedding(cache_key, vector.clone());
         Ok(vector)
     }
 
@@ -414,7 +417,7 @@ impl Search {
         id: &str,
     ) -> Result<Vec<f32>> {
         let (store, tenant, name, key) = (
-            self.root.inner.store.clone(),
+            self.store.clone(),
             tenant.clone(),
             collection.clone(),
             id.to_owned(),
@@ -440,11 +443,11 @@ impl Search {
         match scope {
             Some(name) => Ok(vec![self.search_target(tenant, name)?]),
             None => {
-                let snapshot = self.root.tenant_handle(tenant)?.snapshot();
+                let snapshot = self.tree.tenant_handle(tenant)?.snapshot();
                 snapshot
                     .collections
                     .values()
-                    .filter(|entry| self.root.authorizer().may_read(agent, &entry.record))
+                    .filter(|entry| self.authorizer.may_read(agent, &entry.record))
                     .map(|entry| self.search_target(tenant, &entry.record.name))
                     .collect()
             }
@@ -452,7 +455,7 @@ impl Search {
     }
 
     fn search_target(&self, tenant: &TenantId, name: &CollectionName) -> Result<Target> {
-        let handle = self.root.collection_entry(tenant, name)?.handle;
+        let handle = self.tree.collection_entry(tenant, name)?.handle;
         let indexes = handle
             .indexes
             .load_full()

@@ -1,13 +1,19 @@
 //! Per-tenant settings: the bring-your-own extraction LLM and the monthly spend cap.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
+use memvault_files::TenantStores;
+use memvault_llm::self_test;
+use memvault_storage::Store;
 use memvault_storage::{ExtractionLlmRecord, TenantId, TenantSettings, UsageRow};
+use memvault_webhooks::WebhookSettings;
 
 use super::intelligence::{month_of, Purpose};
-use super::Memvault;
+use super::tree::Tree;
+use super::{ExtractionQueue, Llms};
 use crate::error::{Error, Result};
 use crate::tenant::TenantMessage;
-use memvault_llm::self_test;
 
 /// A tenant's own extraction LLM as shown to it: never the key.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,19 +57,27 @@ impl From<&ExtractionLlmRecord> for ExtractionLlmView {
 /// The tenant's settings: the extraction LLM, the spend cap, the webhook.
 #[derive(Clone)]
 pub struct Settings {
-    pub(super) root: Memvault,
+    pub(super) tree: Tree,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) llms: Llms,
+    /// Resumed when a tenant's LLM settings change (the cause of its failures may be gone).
+    pub(super) extraction: ExtractionQueue,
+    pub(super) webhooks: WebhookSettings,
+    pub(super) stores: Arc<TenantStores>,
+    /// Let a tenant's own bucket be on a private address (off by default: SSRF).
+    pub(super) allow_private_buckets: bool,
 }
 
 impl Settings {
     /// Fails with `tenant_not_found` when the tenant is unknown (or being erased).
     pub fn check_tenant(&self, tenant: &TenantId) -> Result<()> {
-        self.root.tenant_handle(tenant).map(drop)
+        self.tree.tenant_handle(tenant).map(drop)
     }
 
     /// Who may send mail to the tenant's drop address: its list, or the account email
     /// when it never set one.
     pub fn email_senders(&self, tenant: &TenantId) -> Result<Vec<String>> {
-        let snapshot = self.root.tenant_handle(tenant)?.snapshot();
+        let snapshot = self.tree.tenant_handle(tenant)?.snapshot();
         Ok(match &snapshot.settings.email_senders {
             Some(senders) => senders.clone(),
             None => vec![snapshot.record.email.trim().to_ascii_lowercase()],
@@ -71,7 +85,7 @@ impl Settings {
     }
 
     pub fn extraction_llm(&self, tenant: &TenantId) -> Result<Option<ExtractionLlmView>> {
-        let settings = self.root.tenant_handle(tenant)?.snapshot().settings.clone();
+        let settings = self.tree.tenant_handle(tenant)?.snapshot().settings.clone();
         Ok(settings
             .extraction_llm
             .as_ref()
@@ -84,13 +98,13 @@ impl Settings {
         tenant: &TenantId,
         input: ExtractionLlmInput,
     ) -> Result<ExtractionLlmView> {
-        let intelligence = &self.root.inner.intelligence;
+        let intelligence = &self.llms.intelligence();
         let sealed = intelligence.secrets()?.seal(input.api_key.as_bytes());
         let client = intelligence.own_client(&input.base_url, &input.model, &input.api_key)?;
         let usage = self_test(&client)
             .await
             .map_err(|error| Error::LlmSelfTestFailed(error.to_string()))?;
-        self.root
+        self.llms
             .record_usage(tenant, Purpose::Extract, &input.model, true, usage)
             .await;
         let record = ExtractionLlmRecord {
@@ -106,7 +120,7 @@ impl Settings {
             ..settings.clone()
         })
         .await?;
-        self.root.resume_extraction(tenant);
+        let _ = self.extraction.resume(tenant.as_str());
         Ok(view)
     }
 
@@ -118,17 +132,17 @@ impl Settings {
             ..settings.clone()
         })
         .await?;
-        self.root.inner.intelligence.forget_own(tenant);
-        self.root.resume_extraction(tenant);
+        self.llms.intelligence().forget_own(tenant);
+        let _ = self.extraction.resume(tenant.as_str());
         Ok(had)
     }
 
     pub async fn spend(&self, tenant: &TenantId) -> Result<SpendView> {
-        let settings = self.root.tenant_handle(tenant)?.snapshot().settings.clone();
-        let usage = self.root.usage_this_month(tenant).await?;
+        let settings = self.tree.tenant_handle(tenant)?.snapshot().settings.clone();
+        let usage = self.llms.usage_this_month(tenant).await?;
         Ok(SpendView {
             monthly_usd: settings.spend_cap_usd,
-            month: month_of(self.root.now()),
+            month: month_of(self.tree.now()),
             spent_usd: usage
                 .iter()
                 .filter(|row| !row.own_llm)
@@ -163,7 +177,7 @@ impl Settings {
         tenant: &TenantId,
         change: impl FnOnce(&TenantSettings) -> TenantSettings + Send + 'static,
     ) -> Result<()> {
-        self.root
+        self.tree
             .call_tenant(tenant, |reply| TenantMessage::UpdateSettings {
                 change: Box::new(move |settings| Ok(change(settings))),
                 reply,

@@ -72,7 +72,7 @@ impl From<&StorageConfigRecord> for StorageConfigView {
 impl Settings {
     /// The tenant's own bucket, if it configured one.
     pub fn storage(&self, tenant: &TenantId) -> Result<Option<StorageConfigView>> {
-        let settings = self.root.tenant_handle(tenant)?.snapshot().settings.clone();
+        let settings = self.tree.tenant_handle(tenant)?.snapshot().settings.clone();
         Ok(settings.storage.as_ref().map(StorageConfigView::from))
     }
 
@@ -82,11 +82,11 @@ impl Settings {
         tenant: &TenantId,
         input: StorageConfigInput,
     ) -> Result<StorageConfigView> {
-        let secrets = self.root.inner.intelligence.secrets()?;
+        let secrets = self.llms.intelligence().secrets()?;
         if let Some(endpoint) = &input.endpoint_url {
             let url = url::Url::parse(endpoint)
                 .map_err(|error| Error::Invalid(format!("endpoint_url: {error}")))?;
-            check_target(&url, self.root.inner.blobs.allow_private_targets)
+            check_target(&url, self.allow_private_buckets)
                 .await
                 .map_err(|reason| {
                     Error::StorageTargetRejected(format!("endpoint_url: {reason}"))
@@ -120,7 +120,7 @@ impl Settings {
             access_key: input.access_key,
             secret_key_sealed: secrets.seal_str(&input.secret_key),
             force_path_style: input.force_path_style,
-            updated_at: self.root.now(),
+            updated_at: self.tree.now(),
         };
         let view = StorageConfigView::from(&record);
         self.update_settings(tenant, move |settings| TenantSettings {
@@ -128,7 +128,7 @@ impl Settings {
             ..settings.clone()
         })
         .await?;
-        self.root.inner.stores.forget(tenant);
+        self.stores.forget(tenant);
         Ok(view)
     }
 
@@ -141,7 +141,7 @@ impl Settings {
             ..settings.clone()
         })
         .await?;
-        self.root.inner.stores.forget(tenant);
+        self.stores.forget(tenant);
         Ok(had)
     }
 }

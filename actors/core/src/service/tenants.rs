@@ -3,11 +3,13 @@
 use std::sync::Arc;
 
 use chrono::{Duration as ChronoDuration, Utc};
+use memvault_storage::Store;
 use memvault_storage::{TenantId, TenantRecord};
 
-use super::Memvault;
+use super::quotas::Quotas;
+use super::tree::Tree;
+use super::Placement;
 use crate::agent::{generate_key_secret, new_key_record, KeyRole, KEY_PREFIX};
-use crate::call::call_actor;
 use crate::error::{Error, Result};
 use crate::root::RootMessage;
 
@@ -47,14 +49,17 @@ pub enum BootstrapOutcome {
 /// Tenants: bootstrap, signup, the tenant record and its stats.
 #[derive(Clone)]
 pub struct Tenants {
-    pub(super) root: Memvault,
+    pub(super) tree: Tree,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) quotas: Quotas,
+    pub(super) placement: Placement,
 }
 
 impl Tenants {
     /// On an empty store, creates the admin-flagged tenant. A supplied key must start
     /// with `mv_`; without one a key is generated and returned for printing.
     pub async fn bootstrap(&self, supplied_key: Option<String>) -> Result<BootstrapOutcome> {
-        if !self.root.inner.tenants.is_empty() {
+        if !self.tree.tenants().is_empty() {
             return Ok(BootstrapOutcome::AlreadyBootstrapped);
         }
         if let Some(key) = &supplied_key {
@@ -83,7 +88,7 @@ impl Tenants {
 
     /// Creates a tenant and its first key; returns the record and the key, shown once.
     pub async fn create(&self, new: NewTenant) -> Result<(TenantRecord, String)> {
-        if self.root.tenant_by_email(&new.email).is_some() {
+        if self.tree.tenant_by_email(&new.email).is_some() {
             return Err(Error::TenantExists {
                 email: new.email.clone(),
             });
@@ -112,31 +117,27 @@ impl Tenants {
         };
         let key = new_key_record(&record.id, label, KeyRole::Owner, &secret, None);
         let stored = record.clone();
-        call_actor(
-            &self.root.inner.root,
-            |reply| RootMessage::CreateTenant {
+        self.tree
+            .call_root(|reply| RootMessage::CreateTenant {
                 record: Box::new(stored),
                 key: Box::new(key),
                 reply,
-            },
-            self.root.inner.config.call_timeout,
-            "the root supervisor",
-        )
-        .await?;
+            })
+            .await?;
         Ok(record)
     }
 
     pub fn get(&self, tenant: &TenantId) -> Result<Arc<TenantRecord>> {
-        Ok(self.root.tenant_handle(tenant)?.snapshot().record.clone())
+        Ok(self.tree.tenant_handle(tenant)?.snapshot().record.clone())
     }
 
     /// The limits of the tenant's tier (`None`: unlimited).
     pub fn limits(&self, tenant: &TenantId) -> Result<memvault_accounts::TierLimits> {
-        self.root.tier_limits(tenant)
+        self.quotas.tier_limits(tenant)
     }
 
     pub async fn stats(&self, tenant: &TenantId) -> Result<TenantStats> {
-        let snapshot = self.root.tenant_handle(tenant)?.snapshot();
+        let snapshot = self.tree.tenant_handle(tenant)?.snapshot();
         let now = Utc::now();
         let (week_ago, month_ago) = (
             now - ChronoDuration::days(7),
@@ -158,8 +159,8 @@ impl Tenants {
                 stats.added_30d += usize::from(memory.created_at >= month_ago);
             }
         }
-        stats.files_bytes = self.root.placement().stored_bytes(tenant).await?;
-        let (store, tenant) = (self.root.inner.store.clone(), tenant.clone());
+        stats.files_bytes = self.placement.stored_bytes(tenant).await?;
+        let (store, tenant) = (self.store.clone(), tenant.clone());
         stats.storage_bytes = tokio::task::spawn_blocking(move || store.tenant_bytes(&tenant))
             .await
             .map_err(|error| Error::TaskFailed {

@@ -57,7 +57,7 @@ impl From<&WebhookRecord> for WebhookView {
 
 impl Settings {
     pub fn webhook_config(&self, tenant: &TenantId) -> Result<Option<WebhookView>> {
-        let settings = self.root.tenant_handle(tenant)?.snapshot().settings.clone();
+        let settings = self.tree.tenant_handle(tenant)?.snapshot().settings.clone();
         Ok(settings.webhook.as_ref().map(WebhookView::from))
     }
 
@@ -67,20 +67,17 @@ impl Settings {
     /// Deliveries already queued go to the new URL, signed with the new secret.
     pub async fn set_webhook(&self, tenant: &TenantId, url: &str) -> Result<NewWebhook> {
         let target = parse_target(url).map_err(Error::WebhookTargetRejected)?;
-        check_target(
-            &target,
-            self.root.inner.config.webhooks.allow_private_targets,
-        )
-        .await
-        .map_err(Error::WebhookTargetRejected)?;
-        let secrets = self.root.inner.intelligence.secrets()?;
+        check_target(&target, self.webhooks.allow_private_targets)
+            .await
+            .map_err(Error::WebhookTargetRejected)?;
+        let secrets = self.llms.intelligence().secrets()?;
         let mut random = [0_u8; SECRET_BYTES];
         rand::thread_rng().fill_bytes(&mut random);
         let secret = format!("{SECRET_PREFIX}{}", hex::encode(random));
         let record = WebhookRecord {
             url: target.to_string(),
             secret_sealed: secrets.seal_str(&secret),
-            created_at: self.root.now(),
+            created_at: self.tree.now(),
         };
         let view = WebhookView::from(&record);
         self.change_webhook(tenant, Some(record)).await?;
@@ -94,7 +91,7 @@ impl Settings {
         if had {
             self.change_webhook(tenant, None).await?;
         }
-        let (store, owner) = (self.root.inner.store.clone(), tenant.clone());
+        let (store, owner) = (self.store.clone(), tenant.clone());
         let dropped = blocking(move || store.delete_deliveries_of(&owner)).await?;
         if dropped > 0 {
             tracing::info!(%tenant, deliveries = dropped, "webhook deleted; pending deliveries dropped");
@@ -109,7 +106,7 @@ impl Settings {
         tenant: &TenantId,
         webhook: Option<WebhookRecord>,
     ) -> Result<()> {
-        self.root
+        self.tree
             .call_tenant(tenant, |reply| TenantMessage::UpdateSettings {
                 change: Box::new(move |settings| {
                     Ok(TenantSettings {

@@ -162,7 +162,7 @@ impl MetricsSnapshot {
     }
 }
 
-/// The process-wide registry; the service owns one ([`crate::Operator::metrics`]).
+/// The process-wide registry; the service owns one (`memvault_core::Operator::metrics`).
 pub struct Metrics {
     /// Start of the current window.
     since: Mutex<DateTime<Utc>>,

@@ -1,0 +1,100 @@
+//! The service's background work as one whole: every job queue, the resident loops (the
+//! audit writer, the webhook recorder) and the recurring scheduler. The operator reads
+//! their figures and health here; shutdown stops them in order.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use memvault_events::EventBroker;
+use memvault_jobs::{JobMetricsSnapshot, Resident, Scheduler};
+
+use super::tree::Tree;
+use super::{ErasureQueue, ExtractionQueue, ImportQueue, MailQueue, ReembedQueue, WebhookQueue};
+use crate::audit::AuditLog;
+
+/// Every queue and resident loop of the service: see the module docs.
+#[derive(Clone)]
+pub struct Background {
+    pub(super) extraction: ExtractionQueue,
+    pub(super) webhooks: WebhookQueue,
+    pub(super) reembed: ReembedQueue,
+    /// `None` when the server has no mailer.
+    pub(super) mail: Option<MailQueue>,
+    pub(super) erasure: ErasureQueue,
+    pub(super) import: ImportQueue,
+    pub(super) audit: Arc<AuditLog>,
+    /// The subscriber that turns events into outbox deliveries; awaited at shutdown so
+    /// the last writes' events reach the outbox.
+    pub(super) webhook_recorder: Arc<Resident>,
+    /// Where collection actors publish memory changes.
+    pub(super) events: EventBroker,
+    /// Recurring work: job and audit pruning, the status self-checks.
+    pub(super) scheduler: Arc<Scheduler>,
+}
+
+impl Background {
+    /// Every job kind's counters, since the process started.
+    pub(crate) fn job_metrics(&self) -> Vec<(&'static str, JobMetricsSnapshot)> {
+        let mut kinds = vec![
+            ("extraction", self.extraction.metrics()),
+            ("webhook_delivery", self.webhooks.metrics()),
+            ("reembed", self.reembed.metrics()),
+        ];
+        if let Some(mail) = &self.mail {
+            kinds.push(("mail", mail.metrics()));
+        }
+        kinds.push(("erasure", self.erasure.metrics()));
+        kinds.push(("import", self.import.metrics()));
+        kinds
+    }
+
+    /// The job kinds whose supervisor is down.
+    pub(crate) fn queues_down(&self) -> Vec<&'static str> {
+        let queues = [
+            ("extraction", self.extraction.is_running()),
+            ("webhook_delivery", self.webhooks.is_running()),
+            ("reembed", self.reembed.is_running()),
+            ("erasure", self.erasure.is_running()),
+            ("import", self.import.is_running()),
+            (
+                "mail",
+                self.mail.as_ref().is_none_or(|mail| mail.is_running()),
+            ),
+        ];
+        queues
+            .into_iter()
+            .filter(|(_, running)| !running)
+            .map(|(kind, _)| kind)
+            .collect()
+    }
+
+    /// The resident loops.
+    pub(crate) fn residents(&self) -> [&Resident; 2] {
+        [self.audit.writer(), &self.webhook_recorder]
+    }
+
+    /// Stops the work in order: no new jobs, the actor tree (each actor drains the message
+    /// it is handling), and last the events of the final writes into the outbox (drained,
+    /// not dropped); attempts still in flight are sent again at the next start.
+    pub(crate) async fn shutdown(&self, tree: &Tree) {
+        self.scheduler.stop();
+        self.audit.stop().await;
+        self.extraction.stop().await;
+        self.erasure.stop().await;
+        self.import.stop().await;
+        self.reembed.stop().await;
+        if let Some(mail) = &self.mail {
+            mail.stop().await;
+        }
+        tree.root()
+            .stop_and_wait(
+                Some("shutting down".to_owned()),
+                Some(Duration::from_secs(30)),
+            )
+            .await
+            .ok();
+        self.events.close();
+        self.webhook_recorder.join(Duration::from_secs(10)).await;
+        self.webhooks.stop().await;
+    }
+}
