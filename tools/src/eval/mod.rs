@@ -125,11 +125,15 @@ pub fn run(args: EvalArgs) -> Result<(), EvalError> {
 /// Scores vector, text and hybrid (and hybrid at the API's default `min_score`) on the sets
 /// at `path` (see [`set::load_sets`]). Blocking; for tests and tools.
 pub fn score_modes(path: &Path) -> Result<Vec<SetScores>, EvalError> {
-    let sets = set::load_sets(path)?;
+    score_sets(&set::load_sets(path)?)
+}
+
+/// [`score_modes`] on sets already loaded (for instance [`EvalSet::sample`]d ones).
+pub fn score_sets(sets: &[EvalSet]) -> Result<Vec<SetScores>, EvalError> {
     let variants = variant::modes();
     runtime()?.block_on(async {
         let harness = Harness::start().await?;
-        let scores = score_loaded(&harness, &sets, &variants).await;
+        let scores = score_loaded(&harness, sets, &variants).await;
         harness.shutdown().await;
         scores
     })

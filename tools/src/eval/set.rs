@@ -63,6 +63,33 @@ impl EvalSet {
             .sum()
     }
 
+    /// A smaller set of the same shape, for a floor that must run in CI: a BEIR set keeps
+    /// its first `documents` documents in corpus order, the judgements of those, and the
+    /// queries that still have a relevant one; a conversations set keeps its first
+    /// `conversations` conversations whole.
+    pub fn sample(mut self, documents: usize, conversations: usize) -> Self {
+        match self.kind {
+            SetKind::Beir => {
+                for collection in &mut self.collections {
+                    collection.documents.truncate(documents);
+                    let kept: std::collections::HashSet<&str> = collection
+                        .documents
+                        .iter()
+                        .map(|document| document.id.as_str())
+                        .collect();
+                    for query in &mut collection.queries {
+                        query.judged.retain(|id, _| kept.contains(id.as_str()));
+                    }
+                    collection
+                        .queries
+                        .retain(|query| query.judged.values().any(|grade| *grade > 0));
+                }
+            }
+            SetKind::Conversations => self.collections.truncate(conversations),
+        }
+        self
+    }
+
     pub fn document_count(&self) -> usize {
         self.collections
             .iter()
