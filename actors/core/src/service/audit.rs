@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use memvault_storage::Store;
-use memvault_storage::{AuditEntry, TenantId};
+use memvault_storage::{AuditEntry, Store, TenantId};
 
 use super::tree::Tree;
 use crate::audit::AuditLog;

@@ -21,8 +21,7 @@ use memvault_accounts::billing::signature;
 use memvault_accounts::billing::stripe::{
     Event, ObjectFields, Session, StripeClient, TENANT_METADATA,
 };
-use memvault_storage::Store;
-use memvault_storage::{BillingRecord, TenantId, TenantRecord, TenantSettings};
+use memvault_storage::{BillingRecord, Store, TenantId, TenantRecord, TenantSettings};
 
 use super::tree::Tree;
 use crate::agent::Agent;

@@ -13,8 +13,7 @@ use chrono::{DateTime, Utc};
 use dashmap::DashMap;
 use memvault_llm::{Llm, LlmConfig, OpenAiClient, TokenUsage};
 use memvault_storage::crypto::SecretBox;
-use memvault_storage::Store;
-use memvault_storage::{ExtractionLlmRecord, TenantId, UsageRow};
+use memvault_storage::{ExtractionLlmRecord, Store, TenantId, UsageRow};
 
 use super::tree::Tree;
 use crate::call::blocking;

@@ -8,8 +8,7 @@ use memvault_curation::dedup::DedupReport;
 use memvault_curation::extractive::{extractive_summary, SummaryItem};
 use memvault_curation::{CachedSummary, CollectionSummary};
 use memvault_index::search::filter::is_current;
-use memvault_storage::Store;
-use memvault_storage::{CollectionName, EmbeddingModel, MemoryRecord, TenantId};
+use memvault_storage::{CollectionName, EmbeddingModel, MemoryRecord, Store, TenantId};
 use memvault_types::limits::DEDUP_WINDOW;
 
 use super::access::{CollectionAccess, Read, Sweep};

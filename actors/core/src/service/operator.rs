@@ -7,8 +7,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Datelike, Duration as ChronoDuration, NaiveDate, Utc};
 use memvault_jobs::{JobMetricsSnapshot, RecurringSnapshot};
 use memvault_metrics::Metrics;
-use memvault_storage::Store;
-use memvault_storage::{EmbeddingModel, TenantId};
+use memvault_storage::{EmbeddingModel, Store, TenantId};
 
 use super::background::Background;
 use super::intelligence::month_of;
@@ -18,8 +17,7 @@ use super::ActorRestarts;
 use crate::call::blocking;
 use crate::embedders::Embedders;
 use crate::error::Result;
-use crate::reembed::ReembedProgress;
-use crate::reembed::{Finished, Progress};
+use crate::reembed::{Finished, Progress, ReembedProgress};
 
 /// Storage and LLM usage of every tenant over a window of days.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,8 +10,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use memvault_blobs::{BlobError, BlobKey, BlobStore, UrlSigner};
-use memvault_files::TenantStores;
-use memvault_files::{Attachment, PlacedStore};
+use memvault_files::{Attachment, PlacedStore, TenantStores};
 use memvault_storage::crypto::SecretBox;
 use memvault_storage::{StorageConfigRecord, TenantId};
 use serde_json::Value;

@@ -14,7 +14,7 @@ use super::placement::storage_error;
 use super::tree::Tree;
 use crate::collection::CollectionHandle;
 use crate::error::{Error, Result};
-use crate::tenant::TenantMessage;
+use crate::tenant::{TenantMessage, TenantSnapshot};
 
 /// How long a tenant's counted file bytes are trusted before they are listed again.
 const FILES_USAGE_TTL: Duration = Duration::from_secs(30);
@@ -43,14 +43,9 @@ impl Quotas {
     /// What the tenant holds now.
     pub(crate) async fn held(&self, tenant: &TenantId) -> Result<Held> {
         let snapshot = self.tree.tenant_handle(tenant)?.snapshot();
-        let memories = snapshot
-            .collections
-            .values()
-            .map(|entry| entry.handle.snapshot().memories.len() as u64)
-            .sum();
         Ok(Held {
             collections: snapshot.collections.len() as u64,
-            memories,
+            memories: memories_of(&snapshot),
             storage_bytes: self.files_bytes(tenant).await?,
         })
     }
@@ -71,11 +66,7 @@ impl Quotas {
                 ..Held::default()
             },
             Growth::Memories(_) if limits.memories.is_some() => Held {
-                memories: snapshot
-                    .collections
-                    .values()
-                    .map(|entry| entry.handle.snapshot().memories.len() as u64)
-                    .sum(),
+                memories: memories_of(&snapshot),
                 ..Held::default()
             },
             Growth::StorageBytes(_) if limits.storage_bytes.is_some() => Held {
@@ -140,6 +131,15 @@ impl Quotas {
     pub(crate) fn forget(&self, tenant: &TenantId) {
         self.files_usage.remove(tenant);
     }
+}
+
+/// Memories in every collection of the tenant's snapshot.
+fn memories_of(snapshot: &TenantSnapshot) -> u64 {
+    snapshot
+        .collections
+        .values()
+        .map(|entry| entry.handle.snapshot().memories.len() as u64)
+        .sum()
 }
 
 /// Bytes stored for the tenant (files, uploads) in the platform's storage (a tenant's own

@@ -22,8 +22,7 @@ use crate::error::{Error, Result};
 pub use crate::memory::{Extractor, RememberInput, RememberOutcome};
 use memvault_extract::ExtractedFact;
 use memvault_index::search::filter::is_current;
-use memvault_metrics::Metrics;
-use memvault_metrics::{Counter, Stage};
+use memvault_metrics::{Counter, Metrics, Stage};
 use memvault_types::limits::{DEFAULT_IMPORTANCE, PROFILE_MAX_FACTS};
 
 /// One pair of the contradictions list: a fact and the older one it superseded, or the

@@ -14,10 +14,8 @@ use memvault_index::search::{
 };
 use memvault_index::{CollectionIndexes, IndexError};
 use memvault_llm::Llm;
-use memvault_metrics::Metrics;
-use memvault_metrics::{Counter, Stage};
-use memvault_storage::Store;
-use memvault_storage::{CollectionName, EmbeddingModel, MemoryRecord, TenantId};
+use memvault_metrics::{Counter, Metrics, Stage};
+use memvault_storage::{CollectionName, EmbeddingModel, MemoryRecord, Store, TenantId};
 
 use super::access::{CollectionAccess, Read, Write};
 use super::embedding::Embedding;

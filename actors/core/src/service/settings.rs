@@ -5,8 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use memvault_files::TenantStores;
 use memvault_llm::self_test;
-use memvault_storage::Store;
-use memvault_storage::{ExtractionLlmRecord, TenantId, TenantSettings, UsageRow};
+use memvault_storage::{ExtractionLlmRecord, Store, TenantId, TenantSettings, UsageRow};
 use memvault_webhooks::WebhookSettings;
 
 use super::intelligence::{month_of, Purpose};
@@ -98,7 +97,7 @@ impl Settings {
         tenant: &TenantId,
         input: ExtractionLlmInput,
     ) -> Result<ExtractionLlmView> {
-        let intelligence = &self.llms.intelligence();
+        let intelligence = self.llms.intelligence();
         let sealed = intelligence.secrets()?.seal(input.api_key.as_bytes());
         let client = intelligence.own_client(&input.base_url, &input.model, &input.api_key)?;
         let usage = self_test(&client)

@@ -3,8 +3,7 @@
 use std::sync::Arc;
 
 use chrono::{Duration as ChronoDuration, Utc};
-use memvault_storage::Store;
-use memvault_storage::{TenantId, TenantRecord};
+use memvault_storage::{Store, TenantId, TenantRecord};
 
 use super::quotas::Quotas;
 use super::tree::Tree;
