@@ -1,13 +1,11 @@
-//! The `memvault` binary: the command line (`cli`) over the server (`memvault-server`) and
-//! the operator's tools (`memvault-tools`).
-
-mod cli;
-
-/// mimalloc keeps freed tensor buffers for reuse; with the system allocator every large
-/// tensor of a forward pass is a fresh mmap and a round of page faults.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+//! The `memvault` binary: the command line (`memvault-cli`) over the server
+//! (`memvault-server`) and the operator's tools (`memvault-tools`).
+//!
+//! This crate is compiled without optimisation (see `[profile.release.package.memvault]`):
+//! `main` only calls into the libraries, where everything the binary runs is compiled
+//! optimised (the global allocator too); what the optimiser would work on here is the
+//! black-box tests.
 
 fn main() -> std::process::ExitCode {
-    cli::run()
+    memvault_cli::run()
 }

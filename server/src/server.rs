@@ -5,6 +5,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -380,11 +381,14 @@ pub async fn bind(address: &str) -> Result<TcpListener, StartupError> {
 
 /// Serves HTTP until `shutdown` resolves, lets in-flight requests finish, then stops
 /// the actors.
+///
+/// `shutdown` is boxed so that this function is not generic: the HTTP stack under it
+/// (axum, hyper, the router) is compiled once, here, and not again in each caller.
 pub async fn serve(
     listener: TcpListener,
     service: Memvault,
     state: AppState,
-    shutdown: impl Future<Output = ()> + Send + 'static,
+    shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
 ) -> Result<(), StartupError> {
     let (connections, intake) = (state.connections.clone(), state.intake.clone());
     let router = api::router(state);

@@ -132,7 +132,7 @@ pub fn start_in_process_with_clock(
                     listener,
                     started.service,
                     started.state,
-                    std::future::pending(),
+                    Box::pin(std::future::pending()),
                 )
                 .await
                 .expect("serve");

@@ -43,6 +43,10 @@ impl ObjectBlobStore {
     }
 
     fn s3_builder(config: &S3Config, builder: AmazonS3Builder) -> Result<Self> {
+        // object_store's client is reqwest with rustls and no crypto provider chosen at
+        // build time: ring, the one every TLS client in memvault uses, is installed as the
+        // process default (once; a later call finds it there and changes nothing).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let mut builder = builder
             .with_bucket_name(&config.bucket)
             .with_region(&config.region)

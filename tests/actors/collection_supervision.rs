@@ -1,8 +1,6 @@
 //! Actor tests without HTTP: a collection actor that fails is restarted by its tenant
 //! actor with its state reloaded from the store; meanwhile requests fail fast.
 
-mod support;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -469,7 +467,7 @@ async fn start(store: Arc<FlakyStore>) -> (Memvault, Agent) {
 }
 
 async fn start_with(store: Arc<FlakyStore>, config: ServiceConfig) -> (Memvault, Agent) {
-    let embedder = EmbeddingService::start(Arc::new(support::LengthEmbedder), 16);
+    let embedder = EmbeddingService::start(Arc::new(crate::support::LengthEmbedder), 16);
     let service = Memvault::start(store, Embedders::new(embedder, None), config)
         .await
         .unwrap();
@@ -597,7 +595,7 @@ async fn everything_is_reloaded_after_a_full_restart() {
     service.shutdown().await;
     drop(service);
 
-    let embedder = EmbeddingService::start(Arc::new(support::LengthEmbedder), 16);
+    let embedder = EmbeddingService::start(Arc::new(crate::support::LengthEmbedder), 16);
     let service = Memvault::start(
         open(),
         Embedders::new(embedder, None),

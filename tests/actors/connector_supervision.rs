@@ -4,10 +4,6 @@
 //! outlives a restart and ends with a manual success; a "sync now" while a run is in
 //! progress joins that run instead of walking the provider again.
 
-// The service's test support (a length embedder), shared with core's own tests.
-#[path = "../../core/tests/support/mod.rs"]
-mod support;
-
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -165,7 +161,7 @@ async fn start_with(
         retry: memvault_types::Backoff::new(retry, retry * 4),
         ..ConnectorSettings::default()
     };
-    let embedder = EmbeddingService::start(Arc::new(support::LengthEmbedder), 16);
+    let embedder = EmbeddingService::start(Arc::new(crate::support::LengthEmbedder), 16);
     let store = Arc::new(SledStore::open(directory).unwrap());
     let service = Memvault::start(store, Embedders::new(embedder, None), config)
         .await
