@@ -58,7 +58,7 @@ impl Corpus {
             .collect()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.passages.len()
     }
 
@@ -75,7 +75,7 @@ impl Corpus {
 
 /// Splits a passage after `.`, `!` or `?` followed by a space; fragments under 20
 /// characters join the next sentence.
-fn sentences(text: &str) -> Vec<String> {
+pub fn sentences(text: &str) -> Vec<String> {
     let mut sentences = Vec::new();
     let mut current = String::new();
     let mut characters = text.chars().peekable();
@@ -92,18 +92,4 @@ fn sentences(text: &str) -> Vec<String> {
         sentences.push(current.trim().chars().take(10_000).collect());
     }
     sentences
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn passages_split_into_sentences() {
-        assert_eq!(
-            sentences("Dr. Who is here. He stays a while! Ok? Then he leaves"),
-            vec!["Dr. Who is here. He stays a while!", "Ok? Then he leaves"]
-        );
-        assert!(sentences("   ").is_empty());
-    }
 }

@@ -19,7 +19,7 @@ use super::process::proc_status_bytes;
 use super::stats::{Latencies, Progress};
 use super::{format_bytes, format_duration, BenchArgs, BenchError, Report};
 
-const DIMENSIONS: usize = 384;
+pub const DIMENSIONS: usize = 384;
 const BATCH: usize = 100;
 /// One text in this many repeats the text ten places before it, in the same batch.
 const REPEAT_EVERY: usize = 20;
@@ -60,7 +60,7 @@ fn splitmix64(state: &mut u64) -> u64 {
 }
 
 /// Gaussian components (Box-Muller), normalised: uniform on the sphere.
-fn seeded_unit_vector(text: &str) -> Vec<f32> {
+pub fn seeded_unit_vector(text: &str) -> Vec<f32> {
     let mut state = fnv1a(text);
     let mut uniform = || ((splitmix64(&mut state) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
     let mut vector = Vec::with_capacity(DIMENSIONS);
@@ -78,7 +78,7 @@ fn seeded_unit_vector(text: &str) -> Vec<f32> {
 
 /// The `index`th memory text: unique (suffixed with its index), except every
 /// [`REPEAT_EVERY`]th, which repeats the text ten places before it exactly.
-fn memory_text(corpus: Option<&Corpus>, index: usize) -> String {
+pub fn memory_text(corpus: Option<&Corpus>, index: usize) -> String {
     let index = if index % REPEAT_EVERY == REPEAT_EVERY - 1 {
         index - 10
     } else {
@@ -511,30 +511,4 @@ async fn measure(
         },
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn seeded_vectors_are_deterministic_unit_vectors() {
-        let a = seeded_unit_vector("a text");
-        assert_eq!(a.len(), DIMENSIONS);
-        assert_eq!(a, seeded_unit_vector("a text"));
-        let norm: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-        assert!((norm - 1.0).abs() < 1e-4);
-        let b = seeded_unit_vector("another text");
-        let cosine: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
-        assert!(cosine.abs() < 0.5);
-    }
-
-    #[test]
-    fn one_text_in_twenty_repeats_one_in_its_batch() {
-        assert_eq!(memory_text(None, 19), memory_text(None, 9));
-        assert_ne!(memory_text(None, 18), memory_text(None, 8));
-        let distinct: std::collections::HashSet<String> =
-            (0..1000).map(|index| memory_text(None, index)).collect();
-        assert_eq!(distinct.len(), 950);
-    }
 }

@@ -11,16 +11,16 @@
 //! costs (see `ratelimit`); `--reembed` a live model switch with a kill -9 in the middle
 //! (see `reembed`); `--files` file ingestion over `drop` (see `files`).
 
-mod corpus;
+pub mod corpus;
 mod embedder;
 pub mod fake_embeddings;
 mod files;
 mod ingest;
-mod maintenance;
+pub mod maintenance;
 mod process;
 mod ratelimit;
 mod reembed;
-mod stats;
+pub mod stats;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
