@@ -5,12 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memvault_core::embedders::Embedders;
 use memvault_core::memory::NewMemory;
-use memvault_core::service::NewTenant;
 use memvault_core::service::{Read, Write};
 use memvault_core::{Agent, Error, ListPage, Memvault, ServiceConfig};
-use memvault_embed::EmbeddingService;
 use memvault_storage::error::Result as StoreResult;
 use memvault_storage::{
     ApiKeyRecord, CollectionName, CollectionRecord, ImportJobRecord, ImportPayload, ImportStore,
@@ -467,16 +464,10 @@ async fn start(store: Arc<FlakyStore>) -> (Memvault, Agent) {
 }
 
 async fn start_with(store: Arc<FlakyStore>, config: ServiceConfig) -> (Memvault, Agent) {
-    let embedder = EmbeddingService::start(Arc::new(crate::support::LengthEmbedder), 16);
-    let service = Memvault::start(store, Embedders::new(embedder, None), config)
+    let service = Memvault::start(store, crate::support::length_embedders(), config)
         .await
         .unwrap();
-    let tenant = NewTenant {
-        name: "t".to_owned(),
-        email: "t@example.com".to_owned(),
-        tier: "free".to_owned(),
-        admin: false,
-    };
+    let tenant = crate::support::tenant();
     let (_, key) = service.tenants().create(tenant).await.unwrap();
     let agent = service.authorizer().authenticate(&key).unwrap();
     (service, agent)
@@ -595,10 +586,9 @@ async fn everything_is_reloaded_after_a_full_restart() {
     service.shutdown().await;
     drop(service);
 
-    let embedder = EmbeddingService::start(Arc::new(crate::support::LengthEmbedder), 16);
     let service = Memvault::start(
         open(),
-        Embedders::new(embedder, None),
+        crate::support::length_embedders(),
         ServiceConfig::default(),
     )
     .await

@@ -13,10 +13,8 @@ use memvault_connectors::provider::{
     Context, Credentials, IdPage, Page, Provider, ProviderError, Window,
 };
 use memvault_connectors::ProviderKind;
-use memvault_core::embedders::Embedders;
-use memvault_core::service::{NewTenant, Write};
+use memvault_core::service::Write;
 use memvault_core::{Agent, Memvault, ServiceConfig};
-use memvault_embed::EmbeddingService;
 use memvault_storage::{CollectionName, ConnectionStatus, SecretBox, SledStore};
 use memvault_sync::{Connections, ConnectorSettings, NewConnection, ProviderCatalog};
 use serde_json::{json, Map, Value};
@@ -161,17 +159,11 @@ async fn start_with(
         retry: memvault_types::Backoff::new(retry, retry * 4),
         ..ConnectorSettings::default()
     };
-    let embedder = EmbeddingService::start(Arc::new(crate::support::LengthEmbedder), 16);
     let store = Arc::new(SledStore::open(directory).unwrap());
-    let service = Memvault::start(store, Embedders::new(embedder, None), config)
+    let service = Memvault::start(store, crate::support::length_embedders(), config)
         .await
         .unwrap();
-    let tenant = NewTenant {
-        name: "t".to_owned(),
-        email: "t@example.com".to_owned(),
-        tier: "free".to_owned(),
-        admin: false,
-    };
+    let tenant = crate::support::tenant();
     let agent = match service.tenants().create(tenant).await {
         Ok((_, key)) => {
             std::fs::write(directory.join("test-key"), &key).unwrap();

@@ -1,6 +1,10 @@
 //! What the service's tests without HTTP share.
 
-use memvault_embed::{Embedder, EmbeddingError};
+use std::sync::Arc;
+
+use memvault_core::embedders::Embedders;
+use memvault_core::service::NewTenant;
+use memvault_embed::{Embedder, EmbeddingError, EmbeddingService};
 
 /// Vectors from text lengths: enough for tests that are about actors, not semantics.
 pub struct LengthEmbedder;
@@ -19,5 +23,20 @@ impl Embedder for LengthEmbedder {
             .iter()
             .map(|text| vec![text.len() as f32, 1.0, 0.0, 0.0])
             .collect())
+    }
+}
+
+/// The service's embedders: the length embedder, no second model.
+pub fn length_embedders() -> Embedders {
+    Embedders::new(EmbeddingService::start(Arc::new(LengthEmbedder), 16), None)
+}
+
+/// The one tenant the tests create.
+pub fn tenant() -> NewTenant {
+    NewTenant {
+        name: "t".to_owned(),
+        email: "t@example.com".to_owned(),
+        tier: "free".to_owned(),
+        admin: false,
     }
 }
