@@ -10,8 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::status::StatusMonitor;
-use memvault_accounts::billing::BillingSettings;
-use memvault_core::account::AccountSettings;
+use memvault_accounts::{AccountSettings, BillingSettings};
 use memvault_core::embedders::{Embedders, ModelCatalog};
 use memvault_core::service::BootstrapOutcome;
 use memvault_core::service::{IntelligenceConfig, ModelPrice};
@@ -222,14 +221,18 @@ pub async fn start_service_with_clock(
             initial_backoff: Duration::from_millis(config.webhooks.initial_backoff_ms),
         },
         blobs: crate::files::blob_backend(config).map_err(StartupError::Blobs)?,
-        account: account_settings(config).map_err(StartupError::Mail)?,
-        billing: billing_settings(config),
         tiers: tiers(config),
         restarts: memvault_types::RestartPolicy::ACTORS,
     };
     let service = Memvault::start(Arc::new(store), embedders, service_config).await?;
     let intake = memvault_intake::start(&service, intake_settings(config)).await?;
     let connections = memvault_sync::start(&service, connector_settings(config)).await?;
+    let accounts = memvault_accounts::start(
+        &service,
+        account_settings(config).map_err(StartupError::Mail)?,
+        billing_settings(config),
+    )
+    .await?;
     let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;
     let status = StatusMonitor::start(
         service.scheduler(),
@@ -238,9 +241,10 @@ pub async fn start_service_with_clock(
         Duration::from_secs(config.status.check_interval_secs),
         {
             let (operator, connections) = (service.operator(), connections.clone());
-            let intake = intake.clone();
+            let (intake, accounts) = (intake.clone(), accounts.clone());
             Box::new(move || {
                 let mut supervision = operator.supervision();
+                supervision.supervisors_down.extend(accounts.queues_down());
                 if !intake.is_running() {
                     supervision.supervisors_down.push("ingest");
                 }
@@ -255,6 +259,7 @@ pub async fn start_service_with_clock(
         &service,
         connections,
         intake,
+        accounts,
         status,
         config.server.max_body_bytes,
         RateLimits::from_config(&config.rate_limit),
@@ -276,14 +281,14 @@ pub async fn start_service_with_clock(
 }
 
 /// What each tier may hold, from `[tiers.<name>]`.
-fn tiers(config: &Config) -> memvault_accounts::Tiers {
-    memvault_accounts::Tiers::new(
+fn tiers(config: &Config) -> memvault_types::tiers::Tiers {
+    memvault_types::tiers::Tiers::new(
         config
             .tiers
             .0
             .iter()
             .map(|(name, tier)| {
-                let limits = memvault_accounts::TierLimits {
+                let limits = memvault_types::tiers::TierLimits {
                     collections: tier.collections,
                     memories: tier.memories,
                     storage_bytes: tier.storage_mb.map(|mb| mb.saturating_mul(1024 * 1024)),
@@ -390,7 +395,11 @@ pub async fn serve(
     state: AppState,
     shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
 ) -> Result<(), StartupError> {
-    let (connections, intake) = (state.connections.clone(), state.intake.clone());
+    let (connections, intake, accounts) = (
+        state.connections.clone(),
+        state.intake.clone(),
+        state.account_services.clone(),
+    );
     let router = api::router(state);
     axum::serve(
         listener,
@@ -401,6 +410,7 @@ pub async fn serve(
     .map_err(StartupError::Serve)?;
     connections.stop().await;
     intake.stop().await;
+    accounts.stop().await;
     service.shutdown().await;
     Ok(())
 }

@@ -10,12 +10,9 @@
 //! - [`agent`]: API keys as agent identities, and the key directory used to authenticate.
 //! - [`memory`]: what creating or changing a memory carries, and its validation rules.
 //! - [`extraction`]: asynchronous remember as a job kind on `memvault-jobs`.
-//! - [`account`]: the accounts' settings (the account domain, the outbox included, is
-//!   `memvault-accounts`; erasure and imports are `memvault-portability`'s jobs).
 //!
 //! Actors know nothing of HTTP; storage goes through `memvault-storage`'s traits.
 
-pub mod account;
 pub mod agent;
 pub mod audit;
 mod call;
@@ -32,11 +29,7 @@ pub mod tenant;
 pub use agent::Agent;
 pub use call::blocking;
 pub use error::{Error, Result};
-pub use memvault_storage::RevealPurpose;
 pub use service::{AccountExport, ImportCollection, ImportOutcome, ImportedMemory, Portability};
-pub use service::{
-    Accounts, Billing, ErasureStarted, EventOutcome, ReturnUrls, RevealView, RevealedKey,
-};
 pub use service::{
     AuditTrail, Authorizer, Collections, Contradiction, ExtractionLlmInput, ExtractionLlmView,
     Extractor, Graph, Keys, ListPage, Maintenance, Memories, Memvault, Operator, Profile, Proxy,

@@ -10,7 +10,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;
-use memvault_core::{Billing, EventOutcome, ReturnUrls};
+use memvault_accounts::{Billing, EventOutcome, ReturnUrls};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

@@ -76,9 +76,10 @@ use axum::extract::{DefaultBodyLimit, FromRef, Request, State};
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use memvault_accounts::{AccountServices, Accounts, Billing};
 use memvault_core::{
-    Accounts, AuditTrail, Authorizer, Billing, Collections, Graph, Internal, Keys, Maintenance,
-    Memories, Memvault, Operator, Portability, Proxy, Search, Settings, Tenants,
+    AuditTrail, Authorizer, Collections, Graph, Internal, Keys, Maintenance, Memories, Memvault,
+    Operator, Portability, Proxy, Search, Settings, Tenants,
 };
 use memvault_intake::{Email, Files, Intake};
 use memvault_sync::Connections;
@@ -118,6 +119,8 @@ pub struct AppState {
     pub internal: Internal,
     pub accounts: Accounts,
     pub billing: Billing,
+    /// The account services' queues (their figures and health, for the operator).
+    pub account_services: AccountServices,
     pub portability: Portability,
     /// Signup and recover-key limits per client address, and whether signup is on.
     pub account_limits: Arc<account::AccountLimits>,
@@ -140,6 +143,7 @@ impl AppState {
         service: &Memvault,
         connections: Connections,
         intake: Intake,
+        accounts: AccountServices,
         status: Arc<StatusMonitor>,
         max_body_bytes: usize,
         rate_limits: RateLimits,
@@ -163,8 +167,9 @@ impl AppState {
             max_body_bytes,
             rate_limits: Arc::new(rate_limits),
             internal: service.internal(),
-            accounts: service.accounts(),
-            billing: service.billing(),
+            accounts: accounts.accounts(),
+            billing: accounts.billing(),
+            account_services: accounts,
             portability: service.portability(),
             account_limits: Arc::new(account::AccountLimits::default()),
             internal_secrets: internal::InternalSecrets::default(),

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
+use memvault_accounts::AccountServices;
 use memvault_core::service::EmbeddingsOverview;
 use memvault_core::Operator;
 use memvault_intake::Intake;
@@ -152,6 +153,7 @@ impl MetricsResponse {
         operator: &Operator,
         connections: &Connections,
         intake: &Intake,
+        accounts: &AccountServices,
     ) -> Self {
         let stage = |stage: Stage| StageMetricsResponse::from(snapshot.stage(stage));
         Self {
@@ -188,6 +190,7 @@ impl MetricsResponse {
                     ("ingest", intake.job_metrics()),
                     ("connector_sync", connections.job_metrics()),
                 ])
+                .chain(accounts.job_metrics())
                 .map(|(kind, metrics)| (kind.to_owned(), metrics))
                 .collect(),
             recurring: operator.recurring_metrics(),
@@ -215,6 +218,7 @@ pub async fn metrics(
     State(operator): State<Operator>,
     State(connections): State<Connections>,
     State(intake): State<Intake>,
+    State(accounts): State<AccountServices>,
     _admin: Admin,
     ApiQuery(query): ApiQuery<MetricsQuery>,
 ) -> ApiResult<Json<MetricsResponse>> {
@@ -229,6 +233,7 @@ pub async fn metrics(
         &operator,
         &connections,
         &intake,
+        &accounts,
     )))
 }
 

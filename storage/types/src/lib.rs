@@ -10,6 +10,8 @@
 //! - [`rate_limit`]: the fixed-window limiter behind per-key limits and signup limits.
 //! - [`supervision`]: the one restart policy, [`RestartPolicy`], and a child's failures,
 //!   [`Supervised`].
+//! - [`tiers`]: what each account tier may hold ([`tiers::Tiers`]) and the check every
+//!   growing write passes.
 //!
 //! No I/O and no async: every other crate of the workspace may depend on this one.
 
@@ -20,6 +22,7 @@ pub mod failure;
 pub mod limits;
 pub mod rate_limit;
 pub mod supervision;
+pub mod tiers;
 
 pub use backoff::Backoff;
 pub use error_code::ErrorCode;

@@ -146,6 +146,13 @@ pub async fn run() -> Result<(), BenchError> {
     let intake = memvault_intake::start(&service, memvault_intake::IntakeSettings::default())
         .await
         .map_err(|error| setup(error.to_string()))?;
+    let accounts = memvault_accounts::start(
+        &service,
+        memvault_accounts::AccountSettings::default(),
+        memvault_accounts::BillingSettings::default(),
+    )
+    .await
+    .map_err(|error| setup(error.to_string()))?;
     let state = |enabled: bool| {
         let config = RateLimitConfig {
             enabled,
@@ -156,6 +163,7 @@ pub async fn run() -> Result<(), BenchError> {
             &service,
             connections.clone(),
             intake.clone(),
+            accounts.clone(),
             status.clone(),
             1 << 20,
             RateLimits::from_config(&config),

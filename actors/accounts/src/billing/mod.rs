@@ -7,11 +7,14 @@
 //! - [`signature`]: the `Stripe-Signature` header (`t=...,v1=...`, HMAC-SHA256 of
 //!   `"{t}.{body}"`, a 5-minute tolerance), checked in constant time.
 //! - [`stripe`]: the client (sessions) and the event shapes memvault reads.
-//!
-//! The flows are `memvault_core::Billing`.
+//! - [`service`]: [`Billing`], the use cases: checkout, portal, and the events applied
+//!   to the tenant's billing record and tier (through core's `Tenants`).
 
+pub mod service;
 pub mod signature;
 pub mod stripe;
+
+pub use service::{Billing, EventOutcome, ReturnUrls};
 
 use std::time::Duration;
 

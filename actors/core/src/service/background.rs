@@ -1,4 +1,5 @@
-//! The service's background work as one whole: every job queue, the resident loops (the
+//! The service's background work as one whole: core's job queues (the crates above core,
+//! intake, sync and accounts, run and stop their own), the resident loops (the
 //! audit writer, the webhook recorder) and the recurring scheduler. The operator reads
 //! their figures and health here; shutdown stops them in order.
 
@@ -9,7 +10,7 @@ use memvault_events::EventBroker;
 use memvault_jobs::{JobMetricsSnapshot, Resident, Scheduler};
 
 use super::tree::Tree;
-use super::{ErasureQueue, ExtractionQueue, ImportQueue, MailQueue, ReembedQueue, WebhookQueue};
+use super::{ExtractionQueue, ImportQueue, ReembedQueue, WebhookQueue};
 use crate::audit::AuditLog;
 
 /// Every queue and resident loop of the service: see the module docs.
@@ -18,9 +19,6 @@ pub struct Background {
     pub(super) extraction: ExtractionQueue,
     pub(super) webhooks: WebhookQueue,
     pub(super) reembed: ReembedQueue,
-    /// `None` when the server has no mailer.
-    pub(super) mail: Option<MailQueue>,
-    pub(super) erasure: ErasureQueue,
     pub(super) import: ImportQueue,
     pub(super) audit: Arc<AuditLog>,
     /// The subscriber that turns events into outbox deliveries; awaited at shutdown so
@@ -35,17 +33,12 @@ pub struct Background {
 impl Background {
     /// Every job kind's counters, since the process started.
     pub(crate) fn job_metrics(&self) -> Vec<(&'static str, JobMetricsSnapshot)> {
-        let mut kinds = vec![
+        vec![
             ("extraction", self.extraction.metrics()),
             ("webhook_delivery", self.webhooks.metrics()),
             ("reembed", self.reembed.metrics()),
-        ];
-        if let Some(mail) = &self.mail {
-            kinds.push(("mail", mail.metrics()));
-        }
-        kinds.push(("erasure", self.erasure.metrics()));
-        kinds.push(("import", self.import.metrics()));
-        kinds
+            ("import", self.import.metrics()),
+        ]
     }
 
     /// The job kinds whose supervisor is down.
@@ -54,12 +47,7 @@ impl Background {
             ("extraction", self.extraction.is_running()),
             ("webhook_delivery", self.webhooks.is_running()),
             ("reembed", self.reembed.is_running()),
-            ("erasure", self.erasure.is_running()),
             ("import", self.import.is_running()),
-            (
-                "mail",
-                self.mail.as_ref().is_none_or(|mail| mail.is_running()),
-            ),
         ];
         queues
             .into_iter()
@@ -80,12 +68,8 @@ impl Background {
         self.scheduler.stop();
         self.audit.stop().await;
         self.extraction.stop().await;
-        self.erasure.stop().await;
         self.import.stop().await;
         self.reembed.stop().await;
-        if let Some(mail) = &self.mail {
-            mail.stop().await;
-        }
         tree.root()
             .stop_and_wait(
                 Some("shutting down".to_owned()),

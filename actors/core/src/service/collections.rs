@@ -66,7 +66,7 @@ impl Collections {
         let (tenant, name) = (access.tenant(), access.collection().clone());
         if self.tree.collection_entry(tenant, &name).is_err() {
             self.quotas
-                .admit(tenant, memvault_accounts::Growth::Collection)
+                .admit(tenant, memvault_types::tiers::Growth::Collection)
                 .await?;
         }
         let entry = self

@@ -1,5 +1,5 @@
-//! API keys as agent identities: create (the secret is returned once), list, soft-revoke
-//! and rotate. The tenant actor owns the keys; listings read its snapshot.
+//! API keys as agent identities: create (the secret is returned once), list, soft-revoke,
+//! rotate, and a new owner key for a reveal link. The tenant actor owns the keys; listings read its snapshot.
 
 use std::sync::Arc;
 
@@ -69,6 +69,46 @@ impl Keys {
                 reply,
             })
             .await
+    }
+
+    /// A new owner key for the tenant (a reveal link's): it replaces the oldest active
+    /// owner key, which dies as the new one is stored, or is added when the tenant has no
+    /// active owner key. Returns the new key and its secret (shown once).
+    pub async fn issue_owner_key(
+        &self,
+        tenant: &TenantId,
+        label: &str,
+    ) -> Result<(Arc<ApiKeyRecord>, String)> {
+        let now = Utc::now();
+        let current = self
+            .tree
+            .tenant_handle(tenant)?
+            .snapshot()
+            .keys
+            .values()
+            .filter(|key| key.owner && key.is_active(now))
+            .min_by_key(|key| key.created_at)
+            .cloned();
+        let secret = generate_key_secret();
+        let new = new_key_record(tenant, label, KeyRole::Owner, &secret, None);
+        let key = match current {
+            Some(current) => {
+                let key_id = current.id.clone();
+                self.tree
+                    .call_tenant(tenant, |reply| TenantMessage::RotateKey {
+                        key_id,
+                        new: Box::new(new),
+                        reply,
+                    })
+                    .await?
+            }
+            None => {
+                self.tree
+                    .call_tenant(tenant, |reply| TenantMessage::AddKey { key: new, reply })
+                    .await?
+            }
+        };
+        Ok((key, secret))
     }
 
     /// Replaces the caller's key with a new one of the same label, role and expiry; the

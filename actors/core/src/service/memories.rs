@@ -77,7 +77,7 @@ impl Memories {
         self.quotas
             .admit(
                 &agent.tenant_id,
-                memvault_accounts::Growth::Memories(memories.len() as u64),
+                memvault_types::tiers::Growth::Memories(memories.len() as u64),
             )
             .await?;
         let model = self

@@ -3,10 +3,8 @@
 //! and then make one call to the owning actor, with a timeout.
 
 pub mod access;
-mod accounts;
 mod audit;
 mod background;
-mod billing;
 mod changes;
 mod collections;
 mod embedding;
@@ -40,9 +38,7 @@ pub use access::MAIL_INTAKE_ID;
 pub use access::{
     Access, Authorizer, CollectionAccess, CollectionGrants, Level, Read, Sweep, Write,
 };
-pub use accounts::{Accounts, ErasureStarted, RevealView, RevealedKey};
 pub use audit::AuditTrail;
-pub use billing::{Billing, EventOutcome, ReturnUrls};
 pub use changes::CollectionChanges;
 pub use collections::{CollectionView, Collections};
 pub use intelligence::{IntelligenceConfig, Llms, ModelPrice, Purpose};
@@ -114,12 +110,8 @@ pub struct ServiceConfig {
     pub audit_retention: Duration,
     /// Where files are stored, and the signer of memvault's own presigned URLs.
     pub blobs: BlobBackend,
-    /// Outgoing mail, reveal links, signup and recovery limits.
-    pub account: crate::account::AccountSettings,
-    /// Stripe: keys, price, where customers return.
-    pub billing: memvault_accounts::billing::BillingSettings,
     /// What each tier may hold.
-    pub tiers: memvault_accounts::Tiers,
+    pub tiers: memvault_types::tiers::Tiers,
     /// How failed tenant and collection actors are restarted, and when they are degraded.
     pub restarts: memvault_types::RestartPolicy,
 }
@@ -177,9 +169,7 @@ impl Default for ServiceConfig {
             webhooks: WebhookSettings::default(),
             audit_retention: Duration::from_secs(90 * 24 * 3600),
             blobs: BlobBackend::in_memory("http://127.0.0.1:8420"),
-            account: crate::account::AccountSettings::default(),
-            billing: memvault_accounts::billing::BillingSettings::default(),
-            tiers: memvault_accounts::Tiers::default(),
+            tiers: memvault_types::tiers::Tiers::default(),
             restarts: memvault_types::RestartPolicy::ACTORS,
         }
     }
@@ -243,34 +233,6 @@ fn schedule_pruning(scheduler: &Scheduler, store: &Arc<dyn Store>, config: &Serv
             }
         },
     );
-    let reveal_store = store.clone();
-    scheduler.every(
-        Recurring {
-            name: "account_pruning",
-            period: HOUR,
-            jitter,
-            run_at_start: true,
-        },
-        move || {
-            let store = reveal_store.clone();
-            let reveal_store_events = reveal_store.clone();
-            async move {
-                let before = chrono::Utc::now();
-                let pruned = blocking(move || store.prune_reveals(before)).await?;
-                if pruned > 0 {
-                    tracing::info!(pruned, "expired reveal links pruned");
-                }
-                // Stripe retries an event for three days; a month covers it.
-                let before = chrono::Utc::now() - chrono::Duration::days(30);
-                let store = reveal_store_events.clone();
-                let pruned = blocking(move || store.prune_events(before)).await?;
-                if pruned > 0 {
-                    tracing::info!(pruned, "old handled-event records pruned");
-                }
-                Ok(())
-            }
-        },
-    );
 }
 
 /// Opens a job queue whose kind is given later ([`run_queue`]); `what` names the queue
@@ -317,9 +279,7 @@ const FOREIGN_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 pub(crate) type ExtractionQueue = JobQueue<ExtractionJobs>;
 pub(crate) type WebhookQueue = JobQueue<WebhookDeliveries>;
 pub(crate) type ReembedQueue = JobQueue<ReembedJobs>;
-pub(crate) type MailQueue = JobQueue<memvault_accounts::outbox::MailDeliveries>;
 pub(crate) type ImportQueue = JobQueue<memvault_portability::ImportJobs>;
-pub(crate) type ErasureQueue = JobQueue<memvault_portability::AccountErasures>;
 
 /// A cheap handle to the running service: the composition root. [`Memvault::start`]
 /// builds every service once, each with its own dependencies (the actor [`Tree`], the
@@ -332,6 +292,8 @@ pub struct Memvault {
 
 struct Services {
     tree: Tree,
+    /// Where collections keep their search indexes (`None`: in memory).
+    index_dir: Option<PathBuf>,
     store: Arc<dyn Store>,
     embedders: Embedders,
     llms: Llms,
@@ -348,8 +310,6 @@ struct Services {
     maintenance: Maintenance,
     settings: Settings,
     tenants: Tenants,
-    accounts: Accounts,
-    billing: Billing,
     portability: Portability,
     proxy: Proxy,
     operator: Operator,
@@ -443,43 +403,16 @@ impl Memvault {
             "the re-embedding queue",
         )
         .await?;
-        let mail = match &config.account.mailer {
-            Some(mailer) => Some(
-                start_queue(
-                    memvault_accounts::outbox::MailDeliveries::new(
-                        store.clone(),
-                        mailer.clone(),
-                        memvault_jobs::RetryPolicy {
-                            max_attempts: config.account.mail_max_attempts.max(1),
-                            backoff: config.account.mail_backoff(),
-                        },
-                    ),
-                    memvault_accounts::outbox::CONCURRENT_SENDS,
-                    "the mail queue",
-                )
-                .await?,
-            ),
-            None => None,
-        };
-        let stripe = memvault_accounts::billing::stripe::StripeClient::new(&config.billing)
-            .map_err(|reason| Error::StartFailed {
-                what: "the Stripe client".to_owned(),
-                reason,
-            })?
-            .map(Arc::new);
         let audit = Arc::new(AuditLog::start(store.clone(), config.restarts));
         let scheduler = Arc::new(Scheduler::new());
         schedule_pruning(&scheduler, &store, &config);
         // Opened now, run below once the services their kinds write through exist.
         let extraction: ExtractionQueue = open_queue("the extraction queue").await?;
-        let erasure: ErasureQueue = open_queue("the erasure queue").await?;
         let import: ImportQueue = open_queue("the import queue").await?;
         let background = Background {
             extraction: extraction.clone(),
             webhooks: webhook_queue,
             reembed,
-            mail: mail.clone(),
-            erasure: erasure.clone(),
             import: import.clone(),
             audit: audit.clone(),
             webhook_recorder: Arc::new(recorder),
@@ -566,26 +499,7 @@ impl Memvault {
             store: store.clone(),
             quotas: quotas.clone(),
             placement: placement.clone(),
-        };
-        let accounts = Accounts {
-            tree: tree.clone(),
-            store: store.clone(),
-            tenants: tenant_service.clone(),
-            quotas: quotas.clone(),
-            stores,
-            secrets: secrets.clone(),
             audit: audit.clone(),
-            erasure: erasure.clone(),
-            mail,
-            settings: config.account.clone(),
-            signups: Arc::new(tokio::sync::Mutex::new(())),
-            mail_limiter: Arc::new(memvault_types::rate_limit::FixedWindowLimiter::new(100_000)),
-        };
-        let billing = Billing {
-            tree: tree.clone(),
-            store: store.clone(),
-            stripe,
-            settings: config.billing.clone(),
         };
         let portability = Portability {
             tree: tree.clone(),
@@ -634,13 +548,6 @@ impl Memvault {
             "the extraction queue",
         )
         .await?;
-        let erasures = memvault_portability::AccountErasures::new(
-            store.clone(),
-            Arc::new(accounts.clone()),
-            config.index_dir.clone(),
-            config.account.erasure,
-        );
-        run_queue(&erasure, erasures, 1, "the erasure queue").await?;
         let imports = memvault_portability::ImportJobs::new(
             store.clone(),
             Arc::new(portability.clone()),
@@ -651,6 +558,7 @@ impl Memvault {
         Ok(Self {
             services: Arc::new(Services {
                 tree,
+                index_dir: config.index_dir.clone(),
                 store,
                 embedders,
                 llms,
@@ -667,8 +575,6 @@ impl Memvault {
                 maintenance,
                 settings,
                 tenants: tenant_service,
-                accounts,
-                billing,
                 portability,
                 proxy,
                 operator,
@@ -681,6 +587,12 @@ impl Memvault {
     /// Whether the tenant is loaded (not unknown, not being erased).
     pub fn has_tenant(&self, tenant: &TenantId) -> bool {
         self.services.tree.has_tenant(tenant)
+    }
+
+    /// Where collections keep their search indexes (`{dir}/{tenant}/...`); `None` keeps
+    /// them in memory.
+    pub fn index_dir(&self) -> Option<&std::path::Path> {
+        self.services.index_dir.as_deref()
     }
 
     /// What seals stored credentials (tenants' LLM keys, connectors' tokens).
@@ -772,19 +684,9 @@ impl Memvault {
         self.services.settings.clone()
     }
 
-    /// Signup, key recovery and the one-time reveal.
-    pub fn accounts(&self) -> Accounts {
-        self.services.accounts.clone()
-    }
-
     /// Account export and import.
     pub fn portability(&self) -> Portability {
         self.services.portability.clone()
-    }
-
-    /// Stripe checkout, portal and webhook events.
-    pub fn billing(&self) -> Billing {
-        self.services.billing.clone()
     }
 
     /// What memvault's own other processes call (internal embed).

@@ -94,7 +94,7 @@ impl Placement {
     /// Refuses `bytes` more in the platform's storage when they would take the tenant
     /// past its tier's limit.
     pub async fn admit(&self, tenant: &TenantId, bytes: u64) -> Result<()> {
-        let growth = memvault_accounts::Growth::StorageBytes(bytes);
+        let growth = memvault_types::tiers::Growth::StorageBytes(bytes);
         self.quotas.admit(tenant, growth).await
     }
 
@@ -155,6 +155,47 @@ impl Placement {
             }
             Err(error) => tracing::warn!(%key, %error, "a file was not deleted"),
         }
+    }
+
+    /// Deletes every file of a tenant that is being erased: in the platform's store, and
+    /// in its own bucket (`storage`, from its settings) when that can still be reached (a
+    /// bucket gone or no longer ours must not hold the erasure up). Returns how many were
+    /// deleted.
+    pub async fn erase_tenant(
+        &self,
+        tenant: &TenantId,
+        storage: Option<&StorageConfigRecord>,
+    ) -> Result<usize> {
+        let mut erased = self
+            .platform()
+            .delete_tenant(tenant)
+            .await
+            .map_err(storage_error)?;
+        if let Some(config) = storage {
+            match self
+                .stores
+                .active(tenant, Some(config), self.secrets.as_deref())
+            {
+                Ok(placed) => match placed.store.delete_tenant(tenant).await {
+                    Ok(count) => erased += count,
+                    Err(error) => {
+                        tracing::warn!(tenant = %tenant, %error, "the tenant's own bucket could not be emptied")
+                    }
+                },
+                Err(error) => {
+                    tracing::warn!(tenant = %tenant, %error, "the tenant's own bucket could not be opened")
+                }
+            }
+        }
+        self.forget(tenant);
+        Ok(erased)
+    }
+
+    /// Forgets what is kept of a tenant that left the service: its opened bucket and its
+    /// counted bytes.
+    pub(crate) fn forget(&self, tenant: &TenantId) {
+        self.stores.forget(tenant);
+        self.quotas.forget(tenant);
     }
 
     /// Bytes stored for the tenant (files, uploads) in the platform's storage (a tenant's

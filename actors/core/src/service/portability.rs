@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::Utc;
-use memvault_accounts::Growth;
 use memvault_portability::{item_id, ImportRunner};
 use memvault_storage::Store;
 use memvault_storage::{
     CollectionName, ImportCollectionRecord, ImportItemRecord, ImportJobRecord, ImportPayload,
     ImportSkipRecord, ImportState, MemoryRecord, TenantRecord,
 };
+use memvault_types::tiers::Growth;
 use serde_json::{Map, Value};
 
 use super::quotas::Quotas;

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
-use memvault_accounts::{Growth, Held, TierLimits, Tiers};
 use memvault_blobs::{BlobPrefix, BlobStore};
 use memvault_storage::{CollectionName, TenantId};
+use memvault_types::tiers::{Growth, Held, TierLimits, Tiers};
 
 use super::placement::storage_error;
 use super::tree::Tree;

@@ -250,7 +250,7 @@ impl Graph {
         self.quotas
             .admit(
                 tenant,
-                memvault_accounts::Growth::Memories(facts.len() as u64),
+                memvault_types::tiers::Growth::Memories(facts.len() as u64),
             )
             .await?;
         let mut attempt = 0;

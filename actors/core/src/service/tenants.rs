@@ -1,16 +1,19 @@
-//! Tenants and authentication.
+//! Tenants: bootstrap, creation, the record and settings as published, changes through
+//! the tenant's actor, and taking a tenant out of the running service.
 
 use std::sync::Arc;
 
 use chrono::{Duration as ChronoDuration, Utc};
-use memvault_storage::{Store, TenantId, TenantRecord};
+use memvault_storage::{Store, TenantId, TenantRecord, TenantSettings};
 
 use super::quotas::Quotas;
 use super::tree::Tree;
 use super::Placement;
 use crate::agent::{generate_key_secret, new_key_record, KeyRole, KEY_PREFIX};
+use crate::audit::AuditLog;
 use crate::error::{Error, Result};
 use crate::root::RootMessage;
+use crate::tenant::{RecordChange, SettingsChange, TenantMessage};
 
 /// A validated tenant to create.
 #[derive(Debug, Clone)]
@@ -52,6 +55,7 @@ pub struct Tenants {
     pub(super) store: Arc<dyn Store>,
     pub(super) quotas: Quotas,
     pub(super) placement: Placement,
+    pub(super) audit: Arc<AuditLog>,
 }
 
 impl Tenants {
@@ -130,8 +134,67 @@ impl Tenants {
         Ok(self.tree.tenant_handle(tenant)?.snapshot().record.clone())
     }
 
+    /// The tenant's settings as last published.
+    pub fn settings(&self, tenant: &TenantId) -> Result<Arc<TenantSettings>> {
+        Ok(self.tree.tenant_handle(tenant)?.snapshot().settings.clone())
+    }
+
+    /// The loaded tenant whose email is `email` (compared without case).
+    pub fn by_email(&self, email: &str) -> Option<TenantRecord> {
+        self.tree.tenant_by_email(email)
+    }
+
+    /// The first loaded tenant whose record and settings satisfy `matches`.
+    pub fn find(
+        &self,
+        matches: impl Fn(&TenantRecord, &TenantSettings) -> bool,
+    ) -> Option<TenantRecord> {
+        self.tree.tenants().iter().find_map(|tenant| {
+            let snapshot = tenant.snapshot();
+            matches(&snapshot.record, &snapshot.settings).then(|| (*snapshot.record).clone())
+        })
+    }
+
+    /// Changes the tenant's record through its actor (its tier, its erasure mark).
+    pub async fn update_record(
+        &self,
+        tenant: &TenantId,
+        change: RecordChange,
+    ) -> Result<Arc<TenantRecord>> {
+        self.tree
+            .call_tenant(tenant, |reply| TenantMessage::UpdateRecord {
+                change,
+                reply,
+            })
+            .await
+    }
+
+    /// Changes the tenant's settings through its actor.
+    pub async fn update_settings(
+        &self,
+        tenant: &TenantId,
+        change: SettingsChange,
+    ) -> Result<Arc<TenantSettings>> {
+        self.tree
+            .call_tenant(tenant, |reply| TenantMessage::UpdateSettings {
+                change,
+                reply,
+            })
+            .await
+    }
+
+    /// Takes a tenant out of the running service: its handle, its actors (stopped and
+    /// awaited), its keys, its opened bucket and its counted bytes. Nothing when it is
+    /// not loaded.
+    pub async fn detach(&self, tenant: &TenantId) {
+        self.tree.remove_tenant(tenant).await;
+        self.placement.forget(tenant);
+        // Entries queued before the detach are written now, so an erasure removes them.
+        self.audit.flush().await;
+    }
+
     /// The limits of the tenant's tier (`None`: unlimited).
-    pub fn limits(&self, tenant: &TenantId) -> Result<memvault_accounts::TierLimits> {
+    pub fn limits(&self, tenant: &TenantId) -> Result<memvault_types::tiers::TierLimits> {
         self.quotas.tier_limits(tenant)
     }
 

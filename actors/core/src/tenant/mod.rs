@@ -15,7 +15,7 @@ use chrono::Utc;
 use memvault_storage::{CollectionName, CollectionRecord, EmbeddingModel, Store, TenantSettings};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 
-pub use messages::TenantMessage;
+pub use messages::{RecordChange, SettingsChange, TenantMessage};
 pub use state::{CollectionEntry, TenantHandle, TenantSnapshot};
 
 use crate::agent::KeyDirectory;

@@ -15,20 +15,16 @@
 use std::sync::Arc;
 
 use chrono::Utc;
-use memvault_accounts::{outbox, reveal};
-use memvault_files::TenantStores;
-use memvault_storage::crypto::SecretBox;
-use memvault_storage::{ApiKeyRecord, RevealPurpose, RevealRecord, Store, TenantId, TenantRecord};
-use memvault_types::rate_limit::RateLimiter;
+use memvault_core::service::NewTenant;
+use memvault_core::{blocking, Agent, Error, Keys, Placement, Result, Tenants};
+use memvault_jobs::JobQueue;
+use memvault_portability::AccountErasures;
+use memvault_storage::{RevealPurpose, RevealRecord, Store, TenantId, TenantRecord};
+use memvault_types::rate_limit::{FixedWindowLimiter, RateLimiter};
 
-use super::quotas::Quotas;
-use super::tree::Tree;
-use super::{ErasureQueue, MailQueue, NewTenant, Tenants};
-use crate::agent::{generate_key_secret, new_key_record, Agent, KeyRole};
-use crate::audit::AuditLog;
-use crate::call::blocking;
-use crate::error::{Error, Result};
-use crate::tenant::TenantMessage;
+use crate::outbox::{self, MailDeliveries};
+use crate::reveal;
+use crate::settings::AccountSettings;
 
 /// A reveal link that may still be used: what the confirmation page shows.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,24 +56,47 @@ pub struct ErasureStarted {
 /// Signup, recovery, reveal, erasure.
 #[derive(Clone)]
 pub struct Accounts {
-    pub(super) tree: Tree,
-    pub(super) store: Arc<dyn Store>,
-    pub(super) tenants: Tenants,
-    pub(super) quotas: Quotas,
-    pub(super) stores: Arc<TenantStores>,
-    /// Opens the credentials of tenants' own buckets (erasure empties them).
-    pub(super) secrets: Option<Arc<SecretBox>>,
-    pub(super) audit: Arc<AuditLog>,
-    pub(super) erasure: ErasureQueue,
-    pub(super) mail: Option<MailQueue>,
-    pub(super) settings: crate::account::AccountSettings,
+    store: Arc<dyn Store>,
+    tenants: Tenants,
+    keys: Keys,
+    /// Where the tenants' files are (erasure empties them).
+    placement: Placement,
+    erasure: JobQueue<AccountErasures>,
+    /// `None` when the server sends no mail.
+    mail: Option<JobQueue<MailDeliveries>>,
+    settings: AccountSettings,
     /// Serializes signups, so one email never gets two tenants.
-    pub(super) signups: Arc<tokio::sync::Mutex<()>>,
+    signups: Arc<tokio::sync::Mutex<()>>,
     /// Reveal mails per address per minute.
-    pub(super) mail_limiter: Arc<memvault_types::rate_limit::FixedWindowLimiter>,
+    mail_limiter: Arc<FixedWindowLimiter>,
+}
+
+/// What [`Accounts`] is built from (the queues are opened by [`crate::start`]).
+pub(crate) struct AccountParts {
+    pub store: Arc<dyn Store>,
+    pub tenants: Tenants,
+    pub keys: Keys,
+    pub placement: Placement,
+    pub erasure: JobQueue<AccountErasures>,
+    pub mail: Option<JobQueue<MailDeliveries>>,
+    pub settings: AccountSettings,
 }
 
 impl Accounts {
+    pub(crate) fn new(parts: AccountParts) -> Self {
+        Self {
+            store: parts.store,
+            tenants: parts.tenants,
+            keys: parts.keys,
+            placement: parts.placement,
+            erasure: parts.erasure,
+            mail: parts.mail,
+            settings: parts.settings,
+            signups: Arc::new(tokio::sync::Mutex::new(())),
+            mail_limiter: Arc::new(FixedWindowLimiter::new(100_000)),
+        }
+    }
+
     /// Signs `email` up: a new `free` tenant and a mailed reveal link, or nothing at all
     /// when the email has a tenant already (one per email; the answer does not say).
     pub async fn signup(&self, email: &str) -> Result<()> {
@@ -85,7 +104,7 @@ impl Accounts {
         let created = {
             // One signup at a time: two concurrent signups of one email make one tenant.
             let _serial = self.signups.lock().await;
-            if self.tree.tenant_by_email(email).is_some() {
+            if self.tenants.by_email(email).is_some() {
                 tracing::info!("signup for an email that has a tenant; nothing sent");
                 return Ok(());
             }
@@ -106,7 +125,7 @@ impl Accounts {
     /// does nothing. Either way the caller answers the same.
     pub async fn recover(&self, email: &str) -> Result<()> {
         let queue = self.mail_queue()?;
-        match self.tree.tenant_by_email(email) {
+        match self.tenants.by_email(email) {
             Some(tenant) => self.send_link(queue, &tenant, RevealPurpose::Recover).await,
             None => Ok(()),
         }
@@ -127,18 +146,14 @@ impl Accounts {
             return Err(Error::AdminAccountProtected);
         }
         let since = Utc::now();
-        self.tree
-            .call_tenant(&record.id, |reply| TenantMessage::UpdateRecord {
-                change: Box::new(move |current: &TenantRecord| {
-                    Ok(TenantRecord {
-                        erasing_since: Some(since),
-                        ..current.clone()
-                    })
-                }),
-                reply,
+        let mark = Box::new(move |current: &TenantRecord| {
+            Ok(TenantRecord {
+                erasing_since: Some(since),
+                ..current.clone()
             })
-            .await?;
-        self.detach_tenant(&record.id).await;
+        });
+        self.tenants.update_record(&record.id, mark).await?;
+        self.tenants.detach(&record.id).await;
         if self.erasure.submit(record.id.clone()).is_err() {
             // Stopping: the marked record makes the next start resume it.
             tracing::warn!(tenant = %record.id, "erasure queue stopped; the erasure resumes at the next start");
@@ -165,7 +180,11 @@ impl Accounts {
     /// key is revoked in the same step. A used, expired or unknown link reveals nothing.
     pub async fn reveal(&self, token: &str) -> Result<RevealedKey> {
         let (record, tenant) = self.link(token, true).await?;
-        let (key, api_key) = self.new_owner_key(&tenant, record.purpose).await?;
+        let label = match record.purpose {
+            RevealPurpose::Signup => "signup",
+            RevealPurpose::Recover => "recovered",
+        };
+        let (key, api_key) = self.keys.issue_owner_key(&tenant.id, label).await?;
         tracing::info!(tenant = %tenant.id, key = %key.id, purpose = ?record.purpose, "key revealed");
         Ok(RevealedKey {
             api_key,
@@ -200,55 +219,9 @@ impl Accounts {
         Ok((record, tenant))
     }
 
-    /// A new owner key replacing the active one (rotation: the old one dies as the new
-    /// one is stored), or added when the tenant has no active owner key.
-    async fn new_owner_key(
-        &self,
-        tenant: &TenantRecord,
-        purpose: RevealPurpose,
-    ) -> Result<(Arc<ApiKeyRecord>, String)> {
-        let now = Utc::now();
-        let current = self
-            .tree
-            .tenant_handle(&tenant.id)?
-            .snapshot()
-            .keys
-            .values()
-            .filter(|key| key.owner && key.is_active(now))
-            .min_by_key(|key| key.created_at)
-            .cloned();
-        let secret = generate_key_secret();
-        let label = match purpose {
-            RevealPurpose::Signup => "signup",
-            RevealPurpose::Recover => "recovered",
-        };
-        let new = new_key_record(&tenant.id, label, KeyRole::Owner, &secret, None);
-        let key = match current {
-            Some(current) => {
-                let key_id = current.id.clone();
-                self.tree
-                    .call_tenant(&tenant.id, |reply| TenantMessage::RotateKey {
-                        key_id,
-                        new: Box::new(new),
-                        reply,
-                    })
-                    .await?
-            }
-            None => {
-                self.tree
-                    .call_tenant(&tenant.id, |reply| TenantMessage::AddKey {
-                        key: new,
-                        reply,
-                    })
-                    .await?
-            }
-        };
-        Ok((key, secret))
-    }
-
     async fn send_link(
         &self,
-        queue: &memvault_jobs::JobQueue<outbox::MailDeliveries>,
+        queue: &JobQueue<MailDeliveries>,
         tenant: &TenantRecord,
         purpose: RevealPurpose,
     ) -> Result<()> {
@@ -293,20 +266,8 @@ impl Accounts {
         Ok(())
     }
 
-    fn mail_queue(&self) -> Result<&memvault_jobs::JobQueue<outbox::MailDeliveries>> {
+    fn mail_queue(&self) -> Result<&JobQueue<MailDeliveries>> {
         self.mail.as_ref().ok_or(Error::MailNotConfigured)
-    }
-}
-
-impl Accounts {
-    /// Takes a tenant out of the running service: handle, actors, keys, its opened
-    /// buckets and its counted bytes.
-    async fn detach_tenant(&self, tenant: &TenantId) {
-        self.tree.remove_tenant(tenant).await;
-        self.stores.forget(tenant);
-        self.quotas.forget(tenant);
-        // Entries queued before the detach are written now, so the erasure removes them.
-        self.audit.flush().await;
     }
 }
 
@@ -315,7 +276,7 @@ impl Accounts {
 #[async_trait::async_trait]
 impl memvault_portability::ErasureSteps for Accounts {
     async fn detach(&self, tenant: &TenantId) {
-        self.detach_tenant(tenant).await;
+        self.tenants.detach(tenant).await;
     }
 
     async fn erase_files(
@@ -323,31 +284,9 @@ impl memvault_portability::ErasureSteps for Accounts {
         tenant: &TenantId,
         settings: &memvault_storage::TenantSettings,
     ) -> std::result::Result<usize, memvault_types::Failure> {
-        let mut erased = self
-            .stores
-            .platform()
-            .delete_tenant(tenant)
+        self.placement
+            .erase_tenant(tenant, settings.storage.as_ref())
             .await
-            .map_err(|error| memvault_types::Failure::from(Error::Blobs(error.to_string())))?;
-        if let Some(config) = &settings.storage {
-            // The tenant's own bucket: its files go too, when it can still be reached; a
-            // bucket gone or no longer ours must not hold the erasure up.
-            match self
-                .stores
-                .active(tenant, Some(config), self.secrets.as_deref())
-            {
-                Ok(placed) => match placed.store.delete_tenant(tenant).await {
-                    Ok(count) => erased += count,
-                    Err(error) => {
-                        tracing::warn!(tenant = %tenant, %error, "the tenant's own bucket could not be emptied")
-                    }
-                },
-                Err(error) => {
-                    tracing::warn!(tenant = %tenant, %error, "the tenant's own bucket could not be opened")
-                }
-            }
-            self.stores.forget(tenant);
-        }
-        Ok(erased)
+            .map_err(memvault_types::Failure::from)
     }
 }

@@ -1,9 +1,4 @@
 //! How accounts behave: [`AccountSettings`] from the `[mail]` and `[account]` sections.
-//!
-//! The account domain (tiers, reveal links, billing, mail-in parsing and the outbox of
-//! outgoing mail) is `memvault-accounts`; account erasure and large imports are jobs of
-//! `memvault-portability`. The flows themselves (signup, recovery, reveal) are
-//! [`crate::service::Accounts`].
 
 use std::sync::Arc;
 use std::time::Duration;

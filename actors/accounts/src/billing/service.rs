@@ -17,17 +17,12 @@
 use std::sync::Arc;
 
 use chrono::Utc;
-use memvault_accounts::billing::signature;
-use memvault_accounts::billing::stripe::{
-    Event, ObjectFields, Session, StripeClient, TENANT_METADATA,
-};
+use memvault_core::{blocking, Agent, Error, Result, Tenants};
 use memvault_storage::{BillingRecord, Store, TenantId, TenantRecord, TenantSettings};
 
-use super::tree::Tree;
-use crate::agent::Agent;
-use crate::call::blocking;
-use crate::error::{Error, Result};
-use crate::tenant::TenantMessage;
+use super::signature;
+use super::stripe::{Event, ObjectFields, Session, StripeClient, TENANT_METADATA};
+use super::BillingSettings;
 
 /// Where a checkout or portal session sends the customer back; `None`: the configured
 /// defaults.
@@ -52,14 +47,29 @@ pub enum EventOutcome {
 /// Checkout, portal, webhook events.
 #[derive(Clone)]
 pub struct Billing {
-    pub(super) tree: Tree,
-    pub(super) store: Arc<dyn Store>,
+    tenants: Tenants,
+    store: Arc<dyn Store>,
     /// Calls Stripe; `None` without a secret key.
-    pub(super) stripe: Option<Arc<memvault_accounts::billing::stripe::StripeClient>>,
-    pub(super) settings: memvault_accounts::billing::BillingSettings,
+    stripe: Option<Arc<StripeClient>>,
+    settings: BillingSettings,
 }
 
 impl Billing {
+    /// Billing over `tenants`; a Stripe client when `settings` has a secret key.
+    pub fn new(
+        tenants: Tenants,
+        store: Arc<dyn Store>,
+        settings: BillingSettings,
+    ) -> std::result::Result<Self, String> {
+        let stripe = StripeClient::new(&settings)?.map(Arc::new);
+        Ok(Self {
+            tenants,
+            store,
+            stripe,
+            settings,
+        })
+    }
+
     /// A Stripe checkout session for the caller's tenant to subscribe to the paid price.
     pub async fn checkout(&self, agent: &Agent, urls: ReturnUrls) -> Result<Session> {
         let client = self.client()?;
@@ -71,9 +81,8 @@ impl Billing {
             .ok_or_else(|| {
                 Error::BillingNotConfigured("no price is configured (billing.price_pro)".to_owned())
             })?;
-        let handle = self.tree.tenant_handle(&agent.tenant_id)?;
-        let snapshot = handle.snapshot();
-        let tenant = &snapshot.record;
+        let tenant = self.tenants.get(&agent.tenant_id)?;
+        let tenant_settings = self.tenants.settings(&agent.tenant_id)?;
         let id = tenant.id.to_string();
         let mut form = vec![
             ("mode".to_owned(), "subscription".to_owned()),
@@ -96,8 +105,7 @@ impl Billing {
                     .unwrap_or_else(|| settings.cancel_url.clone()),
             ),
         ];
-        match snapshot
-            .settings
+        match tenant_settings
             .billing
             .as_ref()
             .and_then(|billing| billing.customer_id.clone())
@@ -117,10 +125,8 @@ impl Billing {
     pub async fn portal(&self, agent: &Agent, urls: ReturnUrls) -> Result<Session> {
         let client = self.client()?;
         let customer = self
-            .tree
-            .tenant_handle(&agent.tenant_id)?
-            .snapshot()
-            .settings
+            .tenants
+            .settings(&agent.tenant_id)?
             .billing
             .as_ref()
             .and_then(|billing| billing.customer_id.clone())
@@ -209,27 +215,25 @@ impl Billing {
         };
         let event_id = event.id.clone();
         let update = fields.clone();
-        self.tree
-            .call_tenant(&tenant.id, |reply| TenantMessage::UpdateSettings {
-                change: Box::new(move |current: &TenantSettings| {
-                    let previous = current.billing.clone();
-                    Ok(TenantSettings {
-                        billing: Some(BillingRecord {
-                            customer_id: update
-                                .customer
-                                .or_else(|| previous.as_ref().and_then(|b| b.customer_id.clone())),
-                            subscription_id: update.subscription.or_else(|| {
-                                previous.as_ref().and_then(|b| b.subscription_id.clone())
-                            }),
-                            status,
-                            last_event_id: event_id,
-                            updated_at: Utc::now(),
-                        }),
-                        ..current.clone()
-                    })
+        let record_event = Box::new(move |current: &TenantSettings| {
+            let previous = current.billing.clone();
+            Ok(TenantSettings {
+                billing: Some(BillingRecord {
+                    customer_id: update
+                        .customer
+                        .or_else(|| previous.as_ref().and_then(|b| b.customer_id.clone())),
+                    subscription_id: update
+                        .subscription
+                        .or_else(|| previous.as_ref().and_then(|b| b.subscription_id.clone())),
+                    status,
+                    last_event_id: event_id,
+                    updated_at: Utc::now(),
                 }),
-                reply,
+                ..current.clone()
             })
+        });
+        self.tenants
+            .update_settings(&tenant.id, record_event)
             .await?;
         let target = if paid {
             settings.paid_tier.clone()
@@ -237,19 +241,14 @@ impl Billing {
             settings.free_tier.clone()
         };
         let billed_tiers = [settings.paid_tier.clone(), settings.free_tier.clone()];
-        let record = self
-            .tree
-            .call_tenant(&tenant.id, |reply| TenantMessage::UpdateRecord {
-                change: Box::new(move |current: &TenantRecord| {
-                    let mut record = current.clone();
-                    if billed_tiers.contains(&record.tier) {
-                        record.tier = target;
-                    }
-                    Ok(record)
-                }),
-                reply,
-            })
-            .await?;
+        let change_tier = Box::new(move |current: &TenantRecord| {
+            let mut record = current.clone();
+            if billed_tiers.contains(&record.tier) {
+                record.tier = target;
+            }
+            Ok(record)
+        });
+        let record = self.tenants.update_record(&tenant.id, change_tier).await?;
         Ok(EventOutcome::Applied {
             tenant: tenant.id.clone(),
             tier: record.tier.clone(),
@@ -259,21 +258,17 @@ impl Billing {
     /// The tenant an event is about: by the id it carries, else by its Stripe customer.
     fn tenant_of(&self, fields: &ObjectFields) -> Option<TenantRecord> {
         if let Some(id) = &fields.tenant {
-            let id = TenantId::from_stored(id);
-            if let Ok(handle) = self.tree.tenant_handle(&id) {
-                return Some((*handle.snapshot().record).clone());
+            if let Ok(record) = self.tenants.get(&TenantId::from_stored(id)) {
+                return Some((*record).clone());
             }
         }
         let customer = fields.customer.as_ref()?;
-        self.tree.tenants().iter().find_map(|tenant| {
-            let snapshot = tenant.snapshot();
-            let matches = snapshot
-                .settings
+        self.tenants.find(|_, settings| {
+            settings
                 .billing
                 .as_ref()
                 .and_then(|billing| billing.customer_id.as_ref())
-                == Some(customer);
-            matches.then(|| (*snapshot.record).clone())
+                == Some(customer)
         })
     }
 
