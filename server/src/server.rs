@@ -229,8 +229,12 @@ pub async fn start_service_with_clock(
     let connections = memvault_sync::start(&service, connector_settings(config)).await?;
     let accounts = memvault_accounts::start(
         &service,
+        intake.files(),
         account_settings(config).map_err(StartupError::Mail)?,
         billing_settings(config),
+        memvault_accounts::EmailSettings {
+            domain: config.email.domain.to_ascii_lowercase(),
+        },
     )
     .await?;
     let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;
@@ -444,17 +448,15 @@ pub async fn shutdown_signal() {
     tracing::info!("shutdown requested; finishing in-flight requests");
 }
 
-/// `[connectors]`: the scheduler, each provider's API root and OAuth app (an app needs
-/// both a client id and a secret; the authorize and token URLs default to the provider's).
+/// Intake: the file settings (limits, the worker, the engines).
 fn intake_settings(config: &Config) -> memvault_intake::IntakeSettings {
     memvault_intake::IntakeSettings {
         files: crate::files::file_settings(config),
-        email: memvault_accounts::email::EmailSettings {
-            domain: config.email.domain.to_ascii_lowercase(),
-        },
     }
 }
 
+/// `[connectors]`: the scheduler, each provider's API root and OAuth app (an app needs
+/// both a client id and a secret; the authorize and token URLs default to the provider's).
 fn connector_settings(config: &Config) -> memvault_sync::ConnectorSettings {
     use memvault_connectors::ProviderKind;
     use memvault_sync::{ConnectorSettings, ProviderSettings};

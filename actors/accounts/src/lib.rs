@@ -1,9 +1,10 @@
 //! memvault-accounts: accounts that run themselves. Signup, key recovery and the one-time
-//! reveal, Stripe billing, account erasure, outgoing mail, and mail-in parsing.
+//! reveal, Stripe billing, account erasure, outgoing mail, and mail-in.
 //!
 //! It sits above `memvault-core`: the flows change tenants through core's public
 //! services (`Tenants` for records and settings, `Keys` for the owner key a reveal link
-//! issues, `Placement` for the files an erasure deletes), and core knows nothing of
+//! issues, `Placement` for the files an erasure deletes; mail-in hands an accepted
+//! message to `memvault-intake`'s `Files` as a batch), and core knows nothing of
 //! accounts. What each tier may hold is `memvault_types::tiers`, because core's quotas
 //! check it on every write. The binary starts this crate after the service ([`start`])
 //! and stops it before ([`AccountServices::stop`]).
@@ -18,9 +19,9 @@
 //!   that carry them.
 //! - [`outbox`]: outgoing mail as a job kind ([`outbox::MailDeliveries`]) and
 //!   [`outbox::queue`], which persists a letter before queueing it.
-//! - [`email`]: mail-in as a pure domain: drop addresses, the sender allowlist, the
-//!   relay's authentication verdicts, and a raw message split into batch items (the
-//!   intake of mail is `memvault-intake`'s).
+//! - [`email`]: mail-in: [`Email`], the use cases (drop address, rotate, allowlist, the
+//!   relay's handoff), over a pure domain (drop addresses, the sender allowlist, the
+//!   relay's authentication verdicts, a raw message split into batch items).
 //! - [`settings`]: [`AccountSettings`], from `[mail]` and `[account]`.
 //!
 //! Nothing here knows HTTP; the outbox and the erasures run on the job system.
@@ -37,6 +38,7 @@ use std::time::Duration;
 
 pub use account::{Accounts, ErasureStarted, RevealView, RevealedKey};
 pub use billing::{Billing, BillingSettings, EventOutcome, ReturnUrls};
+pub use email::{DropAddress, Email, EmailSettings, Inbound};
 pub use memvault_storage::RevealPurpose;
 pub use settings::AccountSettings;
 
@@ -53,6 +55,7 @@ use outbox::MailDeliveries;
 pub struct AccountServices {
     accounts: Accounts,
     billing: Billing,
+    email: Email,
     erasure: JobQueue<AccountErasures>,
     /// `None` when the server sends no mail.
     mail: Option<JobQueue<MailDeliveries>>,
@@ -60,12 +63,15 @@ pub struct AccountServices {
 
 /// Starts the account services over `service`: the mail queue (when a mailer is
 /// configured) and the erasure queue, each resuming what a previous run left unfinished,
-/// the Stripe client, and the hourly pruning of expired reveal links and old handled
-/// events on the service's scheduler.
+/// the Stripe client, mail-in (whose accepted mail becomes a batch of `files`), and the
+/// hourly pruning of expired reveal links and old handled events on the service's
+/// scheduler.
 pub async fn start(
     service: &Memvault,
+    files: memvault_intake::Files,
     settings: AccountSettings,
     billing: BillingSettings,
+    email: EmailSettings,
 ) -> Result<AccountServices> {
     let store = service.store().clone();
     let mail = match &settings.mailer {
@@ -118,6 +124,7 @@ pub async fn start(
     Ok(AccountServices {
         accounts,
         billing,
+        email: Email::new(service, files, email),
         erasure,
         mail,
     })
@@ -132,6 +139,11 @@ impl AccountServices {
     /// Stripe checkout, portal and webhook events.
     pub fn billing(&self) -> Billing {
         self.billing.clone()
+    }
+
+    /// Mail-in: drop addresses, the sender allowlist, the relay's handoff.
+    pub fn email(&self) -> Email {
+        self.email.clone()
     }
 
     /// Stops the erasure and mail workers; what they left resumes at the next start.

@@ -1,8 +1,8 @@
-//! memvault-intake: files and mail that become memories. A file drop (now, or as a batch
-//! the ingest job works through), presigned uploads and their completion, a folder, a
-//! memory with files attached, one file added to or removed from a memory, downloads
-//! through memvault's own presigned URLs, and mail-in (drop addresses, the sender
-//! allowlist, the relay's handoff, which becomes a batch).
+//! memvault-intake: files that become memories. A file drop (now, or as a batch the
+//! ingest job works through), presigned uploads and their completion, a folder, a memory
+//! with files attached, one file added to or removed from a memory, and downloads through
+//! memvault's own presigned URLs. Mail-in is `memvault-accounts`', which hands an
+//! accepted message's parts to [`Files`] as a batch.
 //!
 //! It sits above `memvault-core`: memories are written through core's [`Memories`] under
 //! an access proof, files are placed through core's [`Placement`] (which core keeps,
@@ -14,15 +14,12 @@
 //!
 //! - [`files`]: [`Files`], the use cases of files, and a file's memories.
 //! - [`ingest`]: the steps of one batch item, as the ingest job runs them.
-//! - [`email`]: [`Email`], mail-in.
 
-pub mod email;
 pub mod files;
 pub mod ingest;
 
 use std::sync::Arc;
 
-pub use email::{DropAddress, Email, Inbound};
 pub use files::{
     CompletedUpload, Download, FileResult, Files, Incoming, StagedFile, UploadSpec, UploadTicket,
 };
@@ -39,8 +36,6 @@ use memvault_types::clock::Clock;
 pub struct IntakeSettings {
     /// Files: limits, the worker, the engines.
     pub files: FileSettings,
-    /// Mail-in: the drop addresses' domain.
-    pub email: memvault_accounts::email::EmailSettings,
 }
 
 /// What the files use cases need, built once by [`start`].
@@ -61,7 +56,6 @@ pub(crate) struct Parts {
 #[derive(Clone)]
 pub struct Intake {
     files: Files,
-    email: Email,
 }
 
 /// Starts intake over `service`: the ingest queue (which resumes the batches a crash cut
@@ -84,7 +78,6 @@ pub async fn start(service: &Memvault, settings: IntakeSettings) -> Result<Intak
             queue: JobQueue::open().await.map_err(started)?,
         }),
     };
-    let email = Email::new(service, files.clone(), settings.email);
     let kind = IngestJobs::new(service.store().clone(), Arc::new(files.clone()), deadline);
     files
         .parts
@@ -92,18 +85,13 @@ pub async fn start(service: &Memvault, settings: IntakeSettings) -> Result<Intak
         .run(Arc::new(kind), 1)
         .await
         .map_err(started)?;
-    Ok(Intake { files, email })
+    Ok(Intake { files })
 }
 
 impl Intake {
     /// Files: drop, uploads, attachments, downloads.
     pub fn files(&self) -> Files {
         self.files.clone()
-    }
-
-    /// Mail-in: drop addresses, the sender allowlist, the relay's handoff.
-    pub fn email(&self) -> Email {
-        self.email.clone()
     }
 
     /// The ingest job kind's counters, for the operator metrics.

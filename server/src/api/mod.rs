@@ -76,12 +76,12 @@ use axum::extract::{DefaultBodyLimit, FromRef, Request, State};
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use memvault_accounts::{AccountServices, Accounts, Billing};
+use memvault_accounts::{AccountServices, Accounts, Billing, Email};
 use memvault_core::{
     AuditTrail, Authorizer, Collections, Graph, Internal, Keys, Maintenance, Memories, Memvault,
     Operator, Portability, Proxy, Search, Settings, Tenants,
 };
-use memvault_intake::{Email, Files, Intake};
+use memvault_intake::{Files, Intake};
 use memvault_sync::Connections;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
@@ -169,14 +169,14 @@ impl AppState {
             internal: service.internal(),
             accounts: accounts.accounts(),
             billing: accounts.billing(),
-            account_services: accounts,
             portability: service.portability(),
             account_limits: Arc::new(account::AccountLimits::default()),
             internal_secrets: internal::InternalSecrets::default(),
-            email: intake.email(),
+            email: accounts.email(),
             connections,
             intake,
             inbound_secret: email::InboundSecret::default(),
+            account_services: accounts,
         }
     }
 

@@ -148,8 +148,10 @@ pub async fn run() -> Result<(), BenchError> {
         .map_err(|error| setup(error.to_string()))?;
     let accounts = memvault_accounts::start(
         &service,
+        intake.files(),
         memvault_accounts::AccountSettings::default(),
         memvault_accounts::BillingSettings::default(),
+        memvault_accounts::EmailSettings::default(),
     )
     .await
     .map_err(|error| setup(error.to_string()))?;

@@ -1,4 +1,9 @@
-//! Mail-in: the domain of the email drop, without actors or HTTP.
+//! Mail-in: each tenant's drop address, its sender allowlist, and the relay's handoff.
+//!
+//! - `inbox.rs`: [`Email`], the use cases (address, rotate, collection, allowlist,
+//!   inbound); an accepted message becomes an ingest batch of `memvault-intake`.
+//!
+//! The rest is the domain, pure:
 //!
 //! - `address.rs`: drop addresses: the random local part, its hash (the only form the
 //!   lookup index holds), and which of a message's recipients are drop addresses.
@@ -9,16 +14,16 @@
 //! - `message.rs`: the raw RFC 822 message parsed (mail-parser) into what the intake
 //!   needs: recipients, sender, ids, and the parts that become batch items (the body,
 //!   each attachment, each forwarded message as an `.eml`).
-//!
-//! The use cases (address, rotate, allowlist, inbound) are `memvault_core::Email`.
 
 mod address;
 mod authentication;
+pub mod inbox;
 mod message;
 mod senders;
 
 pub use address::{hash_local_part, new_local_part, recipient_local_parts, LOCAL_PART_PREFIX};
 pub use authentication::{authenticated, AuthenticationHeaders};
+pub use inbox::{DropAddress, Email, Inbound, DEFAULT_COLLECTION};
 pub use message::{parse_message, InboundMessage, MailPart, MAX_PARTS};
 pub use senders::{allowlist, is_allowed, MAX_SENDERS};
 

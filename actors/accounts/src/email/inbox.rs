@@ -9,13 +9,14 @@
 //!   address's collection (`email` unless the owner chose another).
 //! - **Allowlist.** Unset, the account email alone; else the owner's list of addresses
 //!   and `@domain`s. A sender counts only when the relay authenticated it
-//!   (`memvault_accounts::email::authenticated`).
+//!   ([`super::authenticated`]).
 //! - **Inbound.** Dropped on purpose (no retry wanted): an unknown or rotated address,
 //!   a sender not on the allowlist or not authenticated, a message already taken (the
 //!   same `Message-ID` for the same tenant, or without one the same bytes), a message with
 //!   nothing to store. Accepted: the body, attachments and forwarded messages staged as
-//!   the files of one batch, whose memories carry `source: "email"` and the sender,
-//!   subject, date and message id.
+//!   the files of one batch (through `memvault-intake`'s `Files`, which the ingest job
+//!   works through), whose memories carry `source: "email"` and the sender, subject,
+//!   date and message id.
 
 use bytes::Bytes;
 use memvault_storage::{
@@ -32,10 +33,11 @@ use memvault_storage::crypto::SecretBox;
 use memvault_storage::Store;
 use memvault_types::clock::Clock;
 
-use crate::files::{Files, Incoming};
-use memvault_accounts::email::{
+use memvault_intake::{Files, Incoming};
+
+use super::{
     allowlist, authenticated, hash_local_part, is_allowed, new_local_part, parse_message,
-    recipient_local_parts, InboundMessage,
+    recipient_local_parts, EmailSettings, InboundMessage,
 };
 
 /// Where accepted mail goes until the owner picks another collection.
@@ -81,11 +83,7 @@ pub struct Email {
 }
 
 impl Email {
-    pub(crate) fn new(
-        service: &Memvault,
-        files: Files,
-        settings: memvault_accounts::email::EmailSettings,
-    ) -> Self {
+    pub(crate) fn new(service: &Memvault, files: Files, settings: EmailSettings) -> Self {
         Self {
             store: service.store().clone(),
             files,
