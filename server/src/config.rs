@@ -12,6 +12,7 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub server: ServerConfig,
+    pub store: StoreConfig,
     pub embedding: EmbeddingConfig,
     pub actors: ActorsConfig,
     pub status: StatusConfig,
@@ -505,6 +506,9 @@ pub struct ServerConfig {
     /// The base of every link the service hands out (presigned file URLs); default
     /// `http://{bind}`.
     pub public_url: Option<String>,
+    /// Proxies (IP addresses or CIDR blocks) whose `X-Forwarded-For` names the client;
+    /// none by default, so the client is the TCP peer.
+    pub trusted_proxies: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -514,6 +518,7 @@ impl Default for ServerConfig {
             data_dir: PathBuf::from("./data"),
             max_body_bytes: 16 * 1024 * 1024,
             public_url: None,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -617,6 +622,26 @@ impl Default for SearchConfig {
             result_cache_entries: 10_000,
         }
     }
+}
+
+/// Where records live (DESIGN.md runtime contract, Postgres store).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    pub backend: StoreBackend,
+    /// The Postgres connection string or URL (`backend = "postgres"`); may hold a
+    /// password, so best set through `MEMVAULT__STORE__URL`.
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreBackend {
+    /// The embedded store under `{data_dir}/store`.
+    #[default]
+    Sled,
+    /// A Postgres database (`url`), which several nodes may share.
+    Postgres,
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, clap::ValueEnum)]
@@ -751,6 +776,20 @@ impl Config {
         self.server.bind.parse::<SocketAddr>().map_err(|error| {
             ConfigError::Invalid(format!("server.bind '{}': {error}", self.server.bind))
         })?;
+        crate::api::client::TrustedProxies::parse(&self.server.trusted_proxies)
+            .map_err(|error| ConfigError::Invalid(format!("server.trusted_proxies: {error}")))?;
+        if self.store.backend == StoreBackend::Postgres
+            && self
+                .store
+                .url
+                .as_deref()
+                .is_none_or(|url| url.trim().is_empty())
+        {
+            return Err(ConfigError::Invalid(
+                "store.backend = \"postgres\" needs store.url (a libpq connection string or URL)"
+                    .to_owned(),
+            ));
+        }
         if self.server.max_body_bytes < 1024 {
             return Err(ConfigError::Invalid(
                 "server.max_body_bytes must be at least 1024".to_owned(),

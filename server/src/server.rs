@@ -24,14 +24,14 @@ use memvault_mail::Mailer;
 use memvault_portability::ErasureSettings;
 use memvault_storage::crypto::SecretBox;
 use memvault_storage::EmbeddingModel;
-use memvault_storage::SledStore;
+use memvault_storage::{SledStore, Store};
 use memvault_types::clock::{Clock, SystemClock};
 use memvault_webhooks::WebhookSettings;
 use tokio::net::TcpListener;
 
 use crate::api::ratelimit::RateLimits;
 use crate::api::{self, AppState};
-use crate::config::{Config, EmbeddingProvider};
+use crate::config::{Config, EmbeddingProvider, StoreBackend};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -195,10 +195,7 @@ pub async fn start_service_with_clock(
         path: data_dir.display().to_string(),
         source,
     })?;
-    let store_dir = data_dir.join("store");
-    let store = tokio::task::spawn_blocking(move || SledStore::open(&store_dir))
-        .await
-        .map_err(|error| StartupError::Serve(std::io::Error::other(error)))??;
+    let store = open_store(config).await?;
     let secrets = match &config.security.encryption_key {
         Some(key) => SecretBox::from_key_material(key),
         None => SecretBox::load_or_create(&data_dir.join("secret.key")),
@@ -224,7 +221,7 @@ pub async fn start_service_with_clock(
         tiers: tiers(config),
         restarts: memvault_types::RestartPolicy::ACTORS,
     };
-    let service = Memvault::start(Arc::new(store), embedders, service_config).await?;
+    let service = Memvault::start(store, embedders, service_config).await?;
     let intake = memvault_intake::start(&service, intake_settings(config)).await?;
     let connections = memvault_sync::start(&service, connector_settings(config)).await?;
     let accounts = memvault_accounts::start(
@@ -276,12 +273,41 @@ pub async fn start_service_with_clock(
     .with_internal_secrets(crate::api::internal::InternalSecrets {
         embed: config.internal.embed_secret.as_deref().map(Arc::from),
     })
-    .with_inbound_secret(config.email.inbound_secret.clone());
+    .with_inbound_secret(config.email.inbound_secret.clone())
+    .with_trusted_proxies(
+        crate::api::client::TrustedProxies::parse(&config.server.trusted_proxies)
+            .map_err(|error| StartupError::Serve(std::io::Error::other(error)))?,
+    );
     Ok(Started {
         service,
         state,
         bootstrap,
     })
+}
+
+/// The configured store: sled under the data dir, or Postgres (whose schema is created or
+/// migrated on connect, under an advisory lock).
+async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StartupError> {
+    let opened = match config.store.backend {
+        StoreBackend::Sled => {
+            let directory = config.server.data_dir.join("store");
+            tokio::task::spawn_blocking(move || {
+                SledStore::open(&directory).map(|store| Arc::new(store) as Arc<dyn Store>)
+            })
+            .await
+        }
+        StoreBackend::Postgres => {
+            let url = config.store.url.clone().unwrap_or_default();
+            tokio::task::spawn_blocking(move || {
+                memvault_postgres::PgStore::connect(&url).map(|store| {
+                    tracing::info!("store: Postgres");
+                    Arc::new(store) as Arc<dyn Store>
+                })
+            })
+            .await
+        }
+    };
+    Ok(opened.map_err(|error| StartupError::Serve(std::io::Error::other(error)))??)
 }
 
 /// What each tier may hold, from `[tiers.<name>]`.

@@ -354,3 +354,68 @@ fn without_smtp_mail_goes_to_the_outbox_the_operator_reads() {
     let answer: Value = press(link, "application/json").json().unwrap();
     expect_status(me(&server, answer["api_key"].as_str().unwrap()), 200);
 }
+
+/// Signup from `client` as a trusted proxy would forward it.
+fn signup_forwarded_for(server: &TestServer, client: &str) -> u16 {
+    anonymous(server)
+        .request(reqwest::Method::POST, "/v1/memory/signup")
+        .header("X-Forwarded-For", client)
+        .json(&json!({"email": fresh_email("proxied")}))
+        .send()
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Creates a collection with the admin key as if forwarded for `client`; its audit entry
+/// (the newest `collection.create`).
+fn audited_write_forwarded_for(server: &TestServer, client: &str) -> Value {
+    let admin = Client::new(&server.base_url, Some(&server.admin_key));
+    let name = unique("audited");
+    let created = admin
+        .request(reqwest::Method::POST, "/v1/memory/collections")
+        .header("X-Forwarded-For", client)
+        .json(&json!({ "name": name }))
+        .send()
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let log = expect_status(admin.get("/v1/memory/admin/audit?days=1"), 200);
+    log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["action"] == "collection.create")
+        .cloned()
+        .unwrap_or_else(|| panic!("{log}"))
+}
+
+#[test]
+fn behind_a_trusted_proxy_limits_and_the_audit_log_see_the_forwarded_client() {
+    let sink = SmtpSink::start();
+    let trusted = server_with(&sink, |config| {
+        config.account.requests_per_minute = 2;
+        config.server.trusted_proxies = vec!["127.0.0.1".to_owned()];
+    });
+    // Each forwarded client has its own budget.
+    assert_eq!(signup_forwarded_for(&trusted, "198.51.100.1"), 202);
+    assert_eq!(signup_forwarded_for(&trusted, "198.51.100.1"), 202);
+    assert_eq!(signup_forwarded_for(&trusted, "198.51.100.1"), 429);
+    assert_eq!(signup_forwarded_for(&trusted, "198.51.100.2"), 202);
+    // An address the client wrote in front of the proxy's is not believed.
+    assert_eq!(
+        signup_forwarded_for(&trusted, "198.51.100.2, 198.51.100.1"),
+        429
+    );
+
+    // The audit log names the forwarded client of a write.
+    let entry = audited_write_forwarded_for(&trusted, "203.0.113.77");
+    assert_eq!(entry["client_address"], "203.0.113.77", "{entry}");
+
+    // Without trusted proxies the header is ignored: the peer is the client.
+    let untrusted = server_with(&sink, |config| config.account.requests_per_minute = 2);
+    assert_eq!(signup_forwarded_for(&untrusted, "198.51.100.1"), 202);
+    assert_eq!(signup_forwarded_for(&untrusted, "198.51.100.2"), 202);
+    assert_eq!(signup_forwarded_for(&untrusted, "198.51.100.3"), 429);
+    let entry = audited_write_forwarded_for(&untrusted, "203.0.113.77");
+    assert_eq!(entry["client_address"], "127.0.0.1", "{entry}");
+}

@@ -7,10 +7,7 @@
 //! with `RateLimit-*` headers and 429 + `Retry-After`), and answer 202 with the same body
 //! whatever the email: whether an address has an account is never told.
 
-use std::net::SocketAddr;
-
-use axum::extract::{ConnectInfo, FromRequestParts, State};
-use axum::http::request::Parts;
+use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
@@ -25,6 +22,7 @@ use utoipa_axum::routes;
 
 use super::admin::valid_email;
 use super::audit::{Audit, AuditRoutes};
+use super::client::ClientAddress;
 use super::extract::{ApiJson, ApiPath};
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -53,24 +51,6 @@ impl Default for AccountLimits {
             per_minute: 10,
             limiter: FixedWindowLimiter::new(100_000),
         }
-    }
-}
-
-/// The client's address (the TCP peer), or `unknown` when the server was not started
-/// with connection info (in-process tests).
-pub struct ClientAddress(String);
-
-impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(Self(
-            parts
-                .extensions
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|ConnectInfo(address)| address.ip().to_string())
-                .unwrap_or_else(|| "unknown".to_owned()),
-        ))
     }
 }
 

@@ -19,6 +19,7 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
 use super::auth::Admin;
+use super::client::ClientAddress;
 use super::extract::ApiQuery;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -168,6 +169,12 @@ fn outcome(status: u16) -> &'static str {
 /// limiter, which authenticated.
 pub async fn record(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let agent = request.extensions().get::<Agent>().cloned();
+    let client = ClientAddress::of(
+        request.extensions(),
+        request.headers(),
+        &state.trusted_proxies,
+    )
+    .0;
     let method = request.method().clone();
     let resource = request.uri().path().to_owned();
     let response = next.run(request).await;
@@ -190,6 +197,7 @@ pub async fn record(State(state): State<AppState>, request: Request, next: Next)
         resource,
         status,
         outcome: outcome(status).to_owned(),
+        client_address: (client != "unknown").then_some(client),
     });
     response
 }
@@ -221,6 +229,10 @@ pub struct AuditEntryResponse {
     pub status: u16,
     /// `success`, `denied` (401, 403, 429) or `failed`.
     pub outcome: String,
+    /// The client's address: the TCP peer, or behind a trusted proxy
+    /// (`server.trusted_proxies`) the address it forwarded. Absent when unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_address: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -279,6 +291,7 @@ pub async fn audit(
                 resource: entry.resource,
                 status: entry.status,
                 outcome: entry.outcome,
+                client_address: entry.client_address,
             })
             .collect(),
     }))

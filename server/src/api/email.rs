@@ -302,5 +302,7 @@ fn record_accepted(audit: &AuditTrail, tenant: memvault_storage::TenantId, batch
         resource: format!("/v1/memory/ingest/batch/{batch_id}"),
         status: 202,
         outcome: "success".to_owned(),
+        // The relay handed the mail over; its address says nothing about the sender.
+        client_address: None,
     });
 }

@@ -44,6 +44,7 @@ pub mod audit;
 pub mod auth;
 pub mod billing;
 pub mod blobs;
+pub mod client;
 pub mod collections;
 pub mod connections;
 pub mod email;
@@ -124,6 +125,8 @@ pub struct AppState {
     pub portability: Portability,
     /// Signup and recover-key limits per client address, and whether signup is on.
     pub account_limits: Arc<account::AccountLimits>,
+    /// The proxies whose `X-Forwarded-For` names the client (`server.trusted_proxies`).
+    pub trusted_proxies: Arc<client::TrustedProxies>,
     /// The shared secrets of the internal endpoints (none by default: they answer 503).
     #[from_ref(skip)]
     pub internal_secrets: internal::InternalSecrets,
@@ -171,6 +174,7 @@ impl AppState {
             billing: accounts.billing(),
             portability: service.portability(),
             account_limits: Arc::new(account::AccountLimits::default()),
+            trusted_proxies: Arc::new(client::TrustedProxies::default()),
             internal_secrets: internal::InternalSecrets::default(),
             email: accounts.email(),
             connections,
@@ -183,6 +187,12 @@ impl AppState {
     /// With the public account routes' limits (config `[account]`).
     pub fn with_account_limits(mut self, limits: account::AccountLimits) -> Self {
         self.account_limits = Arc::new(limits);
+        self
+    }
+
+    /// With the proxies whose `X-Forwarded-For` is believed (`server.trusted_proxies`).
+    pub fn with_trusted_proxies(mut self, trusted: client::TrustedProxies) -> Self {
+        self.trusted_proxies = Arc::new(trusted);
         self
     }
 

@@ -210,3 +210,29 @@ fn the_documented_config_toml_is_the_defaults() {
     let documented: Config = toml::from_str(include_str!("../../../config.toml")).unwrap();
     assert_eq!(documented, Config::default());
 }
+
+#[test]
+fn the_store_is_sled_unless_postgres_is_chosen_with_a_url() {
+    let load = |pairs: &[(&str, &str)]| {
+        Config::load(None, Path::new("/nonexistent/config.toml"), env(pairs)).unwrap()
+    };
+    assert_eq!(load(&[]).store.backend, StoreBackend::Sled);
+    let without_url = load(&[("MEMVAULT__STORE__BACKEND", "postgres")]);
+    let refusal = without_url.validate().unwrap_err().to_string();
+    assert!(refusal.contains("store.url"), "{refusal}");
+    let postgres = load(&[
+        ("MEMVAULT__STORE__BACKEND", "postgres"),
+        (
+            "MEMVAULT__STORE__URL",
+            "postgresql://memvault@127.0.0.1:5432/memvault",
+        ),
+    ]);
+    postgres.validate().unwrap();
+    assert_eq!(postgres.store.backend, StoreBackend::Postgres);
+    let unknown = Config::load(
+        None,
+        Path::new("/nonexistent/config.toml"),
+        env(&[("MEMVAULT__STORE__BACKEND", "mysql")]),
+    );
+    assert!(unknown.is_err(), "an unknown backend is refused");
+}

@@ -7,6 +7,7 @@
 
 mod admin;
 mod audit;
+mod client;
 mod config;
 mod email;
 mod error;

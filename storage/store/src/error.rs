@@ -10,6 +10,10 @@ pub enum StorageError {
     Corrupt { key: String, reason: String },
     #[error("could not encode record: {0}")]
     Encode(#[from] serde_json::Error),
+    /// A database server's error (memvault-postgres: a failed query, a lost connection,
+    /// a migration that did not apply), as text so that this crate needs no driver.
+    #[error("database error: {0}")]
+    Backend(String),
 }
 
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;

@@ -8,19 +8,21 @@
 //!   ([`MetaStore`] for tenants, keys and collections; [`MemoryStore`] for memories and
 //!   their embeddings; [`JobStore`] for extraction jobs; [`OutboxStore`] for webhook
 //!   deliveries not yet delivered; [`ReembedStore`] for the vectors of a re-embedding in
-//!   progress). Postgres will implement them next to sled.
+//!   progress). `memvault-postgres` implements them next to sled.
 //! - [`sled_store`]: the embedded default, one sled directory under the data dir.
-//! - `store_suite` (feature `testing`): one behavioural test suite, one `#[test]` per
-//!   check for each implementation through [`store_suite!`].
+//! - [`store_suite`]: one behavioural test suite, one `#[test]` per check for each
+//!   implementation through [`store_suite!`]. It is compiled unconditionally (no feature),
+//!   so another crate's tests (memvault-postgres) run it without changing the feature set
+//!   of a workspace build.
 //!
-//! # Blocking traits, and how Postgres will fit
+//! # Blocking traits, and how Postgres fits
 //!
 //! The store traits ([`MetaStore`], [`MemoryStore`], [`JobStore`], [`OutboxStore`],
 //! [`AuditStore`]) stay blocking: sled is an embedded engine whose calls (and fsyncs)
 //! block, and every async caller already reaches the store through `spawn_blocking` (the
-//! core crate's `blocking` helper). Postgres will be a blocking adapter over an async
-//! client: it holds a tokio runtime handle and `block_on`s each query inside the blocking
-//! thread it is already called on. That keeps one trait per concern, one suite, and the
+//! core crate's `blocking` helper). Postgres (`memvault-postgres`) is a blocking adapter
+//! over an async client: it owns a small tokio runtime and `block_on`s each query from
+//! the blocking thread it is called on. That keeps one trait per concern, one suite, and the
 //! async/blocking hop in one place (`blocking`), instead of async twins of every trait
 //! that each caller would have to choose between. Blobs differ (`memvault-blobs` is async)
 //! because object_store is async and a blob transfer is long; records are small and
@@ -33,7 +35,6 @@ pub mod error;
 pub mod records;
 pub mod sled_store;
 pub mod store;
-#[cfg(any(test, feature = "testing"))]
 pub mod store_suite;
 
 pub use crypto::{CryptoError, SecretBox};

@@ -232,6 +232,11 @@ pub struct AuditEntry {
     pub status: u16,
     /// `success` (2xx), `denied` (401, 403, 429) or `failed` (any other status).
     pub outcome: String,
+    /// The client's address (behind trusted proxies, the one they forwarded); `None` in
+    /// entries written before it was recorded, and where the server has no connection
+    /// info.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_address: Option<String>,
 }
 
 /// The agent (API key) that wrote a memory.

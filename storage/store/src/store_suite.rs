@@ -1,8 +1,11 @@
-//! One behavioural test suite for every [`Store`] implementation (feature `testing`).
+//! One behavioural test suite for every [`Store`] implementation.
+//!
+//! Compiled unconditionally (no cargo feature), so another crate's tests can run it
+//! without changing the workspace's feature set.
 //!
 //! [`store_suite!`](crate::store_suite!) turns it into one `#[test]` per check for a
-//! backend, so a failing backend names the failing check; Postgres will run the same
-//! checks as sled does:
+//! backend, so a failing backend names the failing check; Postgres (memvault-postgres)
+//! runs the same checks as sled does:
 //!
 //! ```ignore
 //! memvault_storage::store_suite!(sled, || {
@@ -933,6 +936,7 @@ fn audit_entry(tenant: &TenantRecord, minutes_ago: i64, action: &str) -> AuditEn
         resource: "/v1/memory/collections/notes/memories".to_owned(),
         status: 201,
         outcome: "success".to_owned(),
+        client_address: Some("203.0.113.7".to_owned()),
     }
 }
 

@@ -48,6 +48,7 @@ use utoipa_axum::routes;
 
 use super::audit::{Audit, AuditRoutes};
 use super::auth;
+use super::client::ClientAddress;
 use super::AppState;
 use crate::error::{ApiError, ErrorBody};
 
@@ -150,6 +151,8 @@ pub async fn handle(State(state): State<AppState>, request: Request) -> Response
         Ok(agent) => agent,
         Err(error) => return unauthorized(error),
     };
+    let ClientAddress(client) =
+        ClientAddress::of(&parts.extensions, &parts.headers, &state.trusted_proxies);
     let bytes = match axum::body::to_bytes(body, state.max_body_bytes).await {
         Ok(bytes) => bytes,
         Err(_) => {
@@ -169,7 +172,7 @@ pub async fn handle(State(state): State<AppState>, request: Request) -> Response
     };
     match classify(message) {
         Incoming::Request { id, method, params } => {
-            let reply = match dispatch(&state, &agent, &method, params).await {
+            let reply = match dispatch(&state, &agent, &client, &method, params).await {
                 Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
                 Err(error) => error_body(id, error.code, error.message),
             };
@@ -274,6 +277,7 @@ fn classify(message: Value) -> Incoming {
 async fn dispatch(
     state: &AppState,
     agent: &Agent,
+    client: &str,
     method: &str,
     params: Option<Value>,
 ) -> Result<Value, RpcError> {
@@ -286,7 +290,7 @@ async fn dispatch(
         "initialize" => initialize(&params),
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({"tools": tools::definitions()})),
-        "tools/call" => tools::call(state, agent, &params).await,
+        "tools/call" => tools::call(state, agent, client, &params).await,
         other => Err(RpcError {
             code: METHOD_NOT_FOUND,
             message: format!(

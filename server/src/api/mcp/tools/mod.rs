@@ -47,6 +47,8 @@ use crate::error::ApiError;
 pub struct Context<'a> {
     pub state: &'a AppState,
     pub agent: &'a Agent,
+    /// The client's address (`unknown` without connection info), for the audit log.
+    pub client: &'a str,
 }
 
 impl Context<'_> {
@@ -202,6 +204,7 @@ pub fn definitions() -> Vec<Value> {
 pub async fn call(
     state: &AppState,
     agent: &Agent,
+    client: &str,
     params: &Map<String, Value>,
 ) -> Result<Value, RpcError> {
     let name = params
@@ -223,7 +226,11 @@ pub async fn call(
         Some(arguments) => without_nulls(arguments.clone()),
     };
     schema::check(&tool.input_schema, &arguments, "arguments").map_err(RpcError::invalid_params)?;
-    let context = Context { state, agent };
+    let context = Context {
+        state,
+        agent,
+        client,
+    };
     match (tool.run)(&context, arguments).await {
         Ok(mut structured) => {
             // Stored files are shown with URLs presigned now, as REST reads show them.
@@ -291,5 +298,6 @@ fn audit_write(context: &Context<'_>, tool: &str, outcome: &ToolResult, ok: u16)
         resource: "/v1/mcp".to_owned(),
         status,
         outcome: result.to_owned(),
+        client_address: (context.client != "unknown").then(|| context.client.to_owned()),
     });
 }
