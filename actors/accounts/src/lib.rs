@@ -42,6 +42,7 @@ pub use email::{DropAddress, Email, EmailSettings, Inbound};
 pub use memvault_storage::RevealPurpose;
 pub use settings::AccountSettings;
 
+use memvault_core::service::{open_queue, run_queue};
 use memvault_core::{blocking, Error, Memvault, Result};
 use memvault_jobs::{JobMetricsSnapshot, JobQueue, Recurring, RetryPolicy, Scheduler};
 use memvault_portability::AccountErasures;
@@ -84,8 +85,8 @@ pub async fn start(
                     backoff: settings.mail_backoff(),
                 },
             );
-            let queue = open("the mail queue").await?;
-            run(
+            let queue = open_queue("the mail queue").await?;
+            run_queue(
                 &queue,
                 deliveries,
                 outbox::CONCURRENT_SENDS,
@@ -102,7 +103,7 @@ pub async fn start(
             reason,
         }
     })?;
-    let erasure = open("the erasure queue").await?;
+    let erasure = open_queue("the erasure queue").await?;
     let erasure_settings = settings.erasure;
     let accounts = Accounts::new(AccountParts {
         store: store.clone(),
@@ -119,7 +120,7 @@ pub async fn start(
         service.index_dir().map(|dir| dir.to_path_buf()),
         erasure_settings,
     );
-    run(&erasure, erasures, 1, "the erasure queue").await?;
+    run_queue(&erasure, erasures, 1, "the erasure queue").await?;
     schedule_pruning(service.scheduler(), store);
     Ok(AccountServices {
         accounts,
@@ -174,28 +175,6 @@ impl AccountServices {
         }
         down
     }
-}
-
-async fn open<K: memvault_jobs::JobKind>(what: &str) -> Result<JobQueue<K>> {
-    JobQueue::open().await.map_err(|error| Error::StartFailed {
-        what: what.to_owned(),
-        reason: error.to_string(),
-    })
-}
-
-async fn run<K: memvault_jobs::JobKind>(
-    queue: &JobQueue<K>,
-    kind: K,
-    workers: usize,
-    what: &str,
-) -> Result<()> {
-    queue
-        .run(Arc::new(kind), workers)
-        .await
-        .map_err(|error| Error::StartFailed {
-            what: what.to_owned(),
-            reason: error.to_string(),
-        })
 }
 
 /// Every hour: expired reveal links, and handled-event records older than a month

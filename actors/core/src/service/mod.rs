@@ -236,8 +236,8 @@ fn schedule_pruning(scheduler: &Scheduler, store: &Arc<dyn Store>, config: &Serv
 }
 
 /// Opens a job queue whose kind is given later ([`run_queue`]); `what` names the queue
-/// in the start-up error.
-async fn open_queue<K: memvault_jobs::JobKind>(what: &str) -> Result<JobQueue<K>> {
+/// in the start-up error. The crates above core open theirs with it too.
+pub async fn open_queue<K: memvault_jobs::JobKind>(what: &str) -> Result<JobQueue<K>> {
     JobQueue::open().await.map_err(|error| Error::StartFailed {
         what: what.to_owned(),
         reason: error.to_string(),
@@ -245,7 +245,7 @@ async fn open_queue<K: memvault_jobs::JobKind>(what: &str) -> Result<JobQueue<K>
 }
 
 /// Runs an opened queue with its kind and `workers` workers.
-async fn run_queue<K: memvault_jobs::JobKind>(
+pub async fn run_queue<K: memvault_jobs::JobKind>(
     queue: &JobQueue<K>,
     kind: K,
     workers: usize,
