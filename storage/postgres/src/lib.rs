@@ -106,6 +106,8 @@ const MIGRATIONS: &[(i32, &str, &str)] =
 
 /// Connections the pool keeps at most.
 const POOL_SIZE: usize = 16;
+/// Connections to one tenant's own database (its data only: a smaller share of the work).
+const TENANT_POOL_SIZE: usize = 4;
 
 /// The store on a Postgres database (see the crate docs).
 pub struct PgStore {
@@ -338,10 +340,86 @@ impl PgStore {
     /// `postgresql://postgres@/memvault?host=/run/postgresql&port=5432`, or a `key=value`
     /// string), applies the missing migrations under the migration lock and returns.
     pub fn connect(url: &str) -> Result<Self> {
+        let store = Self::unmigrated(url, None, POOL_SIZE)?;
+        store.block(store.migrate())?;
+        Ok(store)
+    }
+
+    /// Opens a tenant's own database and proves it usable, all within `timeout`: connects
+    /// (TLS as `sslmode` asks), checks the server is Postgres 13 or newer, applies the
+    /// migrations, and writes, reads back and rolls back a probe row in a memvault table.
+    /// Returns the store and the server's version. Every failure says which step failed
+    /// and why (a wrong password, an unknown database, a refused connection, a timeout).
+    pub fn open_checked(url: &str, timeout: Duration) -> Result<(Self, String)> {
+        let store = Self::unmigrated(url, Some(timeout), TENANT_POOL_SIZE)?;
+        let checked = store.block(async {
+            match tokio::time::timeout(timeout, store.self_test()).await {
+                Ok(outcome) => outcome,
+                Err(_) => Err(backend(format!(
+                    "the database did not answer within {} s",
+                    timeout.as_secs()
+                ))),
+            }
+        })?;
+        Ok((store, checked))
+    }
+
+    async fn self_test(&self) -> Result<String> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(
+                "SELECT current_setting('server_version_num')::int, \
+                        current_setting('server_version')",
+                &[],
+            )
+            .await
+            .map_err(pg)?;
+        let (number, version): (i32, String) = (row.get(0), row.get(1));
+        if number < 130_000 {
+            return Err(backend(format!(
+                "the server runs Postgres {version}; memvault needs 13 or newer"
+            )));
+        }
+        drop(client);
+        self.migrate().await?;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(pg)?;
+        let probe = format!("~memvault-probe-{}", uuid::Uuid::new_v4());
+        let written: String = tx
+            .query_one(
+                "INSERT INTO tenant_settings (tenant_id, record) VALUES ($1, $2) \
+                 RETURNING tenant_id",
+                &[&probe, &b"{}".as_slice()],
+            )
+            .await
+            .map_err(pg)?
+            .get(0);
+        let read: Option<String> = tx
+            .query_opt(
+                "SELECT tenant_id FROM tenant_settings WHERE tenant_id = $1",
+                &[&probe],
+            )
+            .await
+            .map_err(pg)?
+            .map(|row| row.get(0));
+        tx.rollback().await.map_err(pg)?;
+        if written != probe || read.as_deref() != Some(probe.as_str()) {
+            return Err(backend(
+                "a probe row written to the database did not read back",
+            ));
+        }
+        Ok(version)
+    }
+
+    /// A store over `url` whose schema is not yet checked: `connect_timeout` (else the
+    /// URL's, else 10 s) bounds each connection attempt.
+    fn unmigrated(url: &str, connect_timeout: Option<Duration>, pool_size: usize) -> Result<Self> {
         let (url, wish) = split_tls(url)?;
         let mut config = tokio_postgres::Config::from_str(&url)
             .map_err(|error| backend(format!("invalid Postgres connection string: {error}")))?;
-        if config.get_connect_timeout().is_none() {
+        if let Some(timeout) = connect_timeout {
+            config.connect_timeout(timeout);
+        } else if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
         }
         if config.get_application_name().is_none() {
@@ -364,16 +442,14 @@ impl PgStore {
             Manager::from_config(config, NoTls, manager_config)
         };
         let pool = Pool::builder(manager)
-            .max_size(POOL_SIZE)
+            .max_size(pool_size)
             .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(backend)?;
-        let store = Self {
+        Ok(Self {
             pool,
             runtime: Some(runtime),
-        };
-        store.block(store.migrate())?;
-        Ok(store)
+        })
     }
 
     /// Runs `work` while holding the session-level advisory lock [`BOOTSTRAP_LOCK`] on a
@@ -416,6 +492,33 @@ impl PgStore {
                 .await
                 .map_err(pg)?;
             Ok(rows.iter().map(|row| row.get(0)).collect())
+        })
+    }
+
+    /// Removes up to `max_records` rows of the tenant from `tables`, in their order, in
+    /// one transaction.
+    fn purge(&self, tables: &[&str], tenant: &TenantId, max_records: usize) -> Result<usize> {
+        self.block(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(pg)?;
+            let mut removed = 0;
+            for table in tables {
+                if removed >= max_records {
+                    break;
+                }
+                let sql = format!(
+                    "DELETE FROM {table} WHERE ctid = ANY(ARRAY(
+                         SELECT ctid FROM {table} WHERE tenant_id = $1 LIMIT $2))"
+                );
+                let left = limit(max_records - removed);
+                removed += count(
+                    tx.execute(sql.as_str(), &[&tenant.as_str(), &left])
+                        .await
+                        .map_err(pg)?,
+                );
+            }
+            tx.commit().await.map_err(pg)?;
+            Ok(removed)
         })
     }
 
@@ -593,6 +696,19 @@ async fn upsert_collection(
 /// The per-tenant tables `purge_tenant` empties (all but the account ones: mails, reveal
 /// links, mail-in addresses, events and OAuth flows, which an erasure removes through
 /// their own calls, as with sled), in the order it empties them.
+/// The tables of a tenant's data records (what moves with it to a database of its own),
+/// children before parents.
+const DATA_TABLES: &[&str] = &[
+    "staged_embeddings",
+    "staged_models",
+    "memories",
+    "collections",
+    "extract_jobs",
+    "ingest_batches",
+    "import_payloads",
+    "imports",
+];
+
 const TENANT_TABLES: &[&str] = &[
     "staged_embeddings",
     "staged_models",
@@ -705,28 +821,11 @@ impl MetaStore for PgStore {
     }
 
     fn purge_tenant(&self, tenant: &TenantId, max_records: usize) -> Result<usize> {
-        self.block(async {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await.map_err(pg)?;
-            let mut removed = 0;
-            for table in TENANT_TABLES {
-                if removed >= max_records {
-                    break;
-                }
-                let sql = format!(
-                    "DELETE FROM {table} WHERE ctid = ANY(ARRAY(
-                         SELECT ctid FROM {table} WHERE tenant_id = $1 LIMIT $2))"
-                );
-                let left = limit(max_records - removed);
-                removed += count(
-                    tx.execute(sql.as_str(), &[&tenant.as_str(), &left])
-                        .await
-                        .map_err(pg)?,
-                );
-            }
-            tx.commit().await.map_err(pg)?;
-            Ok(removed)
-        })
+        self.purge(TENANT_TABLES, tenant, max_records)
+    }
+
+    fn purge_tenant_data(&self, tenant: &TenantId, max_records: usize) -> Result<usize> {
+        self.purge(DATA_TABLES, tenant, max_records)
     }
 
     fn delete_tenant(&self, tenant: &TenantId) -> Result<()> {
@@ -860,6 +959,14 @@ impl JobStore for PgStore {
         )?;
         oldest_first(&mut jobs, |job| (job.created_at, &job.id));
         Ok(jobs)
+    }
+
+    fn jobs_of(&self, tenant: &TenantId) -> Result<Vec<ExtractJobRecord>> {
+        self.records(
+            "extract_jobs",
+            "SELECT record FROM extract_jobs WHERE tenant_id = $1",
+            &[&tenant.as_str()],
+        )
     }
 
     fn prune_jobs(&self, before: DateTime<Utc>) -> Result<usize> {
@@ -1215,6 +1322,14 @@ impl IngestStore for PgStore {
         Ok(batches)
     }
 
+    fn batches_of(&self, tenant: &TenantId) -> Result<Vec<IngestBatchRecord>> {
+        self.records(
+            "ingest_batches",
+            "SELECT record FROM ingest_batches WHERE tenant_id = $1",
+            &[&tenant.as_str()],
+        )
+    }
+
     fn prune_batches(&self, before: DateTime<Utc>) -> Result<usize> {
         self.execute(
             "DELETE FROM ingest_batches WHERE finished AND updated_at < $1",
@@ -1309,6 +1424,14 @@ impl ImportStore for PgStore {
         )?;
         oldest_first(&mut jobs, |job| (job.created_at, &job.id));
         Ok(jobs)
+    }
+
+    fn imports_of(&self, tenant: &TenantId) -> Result<Vec<ImportJobRecord>> {
+        self.records(
+            "imports",
+            "SELECT record FROM imports WHERE tenant_id = $1",
+            &[&tenant.as_str()],
+        )
     }
 }
 

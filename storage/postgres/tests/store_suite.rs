@@ -279,3 +279,57 @@ fn concurrent_takes_and_swaps_have_one_winner() {
         );
     }
 }
+
+#[test]
+fn a_tenant_database_is_checked_before_use() {
+    let database = memvault_test_postgres::fresh_database();
+    let timeout = std::time::Duration::from_secs(10);
+    let server = memvault_test_postgres::server();
+    let url = server.password_url(database.name());
+    let (store, version) = PgStore::open_checked(&url, timeout).unwrap();
+    assert!(
+        version.starts_with(|c: char| c.is_ascii_digit()),
+        "{version}"
+    );
+    assert_eq!(store.applied_migrations().unwrap(), vec![1]);
+    assert!(
+        store.tenant_settings(&sample_tenant("probe").id).is_ok(),
+        "the probe left nothing behind that breaks a read"
+    );
+
+    let wrong = url.replace(memvault_test_postgres::PASSWORD, "not-the-password");
+    let error = PgStore::open_checked(&wrong, timeout).err().unwrap();
+    assert!(error.to_string().contains("password"), "{error}");
+
+    let missing = server.password_url("no_such_database");
+    let error = PgStore::open_checked(&missing, timeout).err().unwrap();
+    assert!(error.to_string().contains("no_such_database"), "{error}");
+
+    // Nothing listens on port 1: refused at once, not after the timeout.
+    let refused = "postgresql://memvault_pw:x@127.0.0.1:1/db";
+    let started = std::time::Instant::now();
+    assert!(PgStore::open_checked(refused, timeout).is_err());
+    assert!(started.elapsed() < timeout);
+}
+
+#[test]
+fn a_silent_server_fails_the_check_at_its_timeout() {
+    // Accepts connections and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let _keep = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let url = format!("postgresql://u:p@127.0.0.1:{port}/db");
+    let started = std::time::Instant::now();
+    let error = PgStore::open_checked(&url, std::time::Duration::from_secs(1))
+        .err()
+        .unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{error}"
+    );
+}

@@ -10,6 +10,8 @@
 //!   deliveries not yet delivered; [`ReembedStore`] for the vectors of a re-embedding in
 //!   progress). `memvault-postgres` implements them next to sled.
 //! - [`sled_store`]: the embedded default, one sled directory under the data dir.
+//! - [`routed`]: [`RoutedStore`], the platform store with the data of some tenants in
+//!   databases of their own, and [`copy_tenant_data`], which moves it.
 //! - [`store_suite`]: one behavioural test suite, one `#[test]` per check for each
 //!   implementation through [`store_suite!`]. It is compiled unconditionally (no feature),
 //!   so another crate's tests (memvault-postgres) run it without changing the feature set
@@ -33,6 +35,7 @@
 pub mod crypto;
 pub mod error;
 pub mod records;
+pub mod routed;
 pub mod sled_store;
 pub mod store;
 pub mod store_suite;
@@ -56,6 +59,7 @@ pub use records::{
     ImportCollectionRecord, ImportItemRecord, ImportJobRecord, ImportPayload, ImportSkipRecord,
     ImportState,
 };
+pub use routed::{copy_tenant_data, CopyProgress, RoutedStore};
 pub use sled_store::SledStore;
 pub use store::{
     AccountStore, AuditStore, ConnectorStore, ImportStore, IngestStore, JobStore, MemoryStore,

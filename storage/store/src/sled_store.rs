@@ -223,6 +223,11 @@ fn staged_vector_key(tenant: &TenantId, collection: &CollectionName, key: u64) -
     format!("{tenant}/e/{collection}/v/{key:020}")
 }
 
+/// The key families (`{tenant}/{family}/...`) of a tenant's data records: collections,
+/// memories, staged embeddings, extraction jobs and their queue, ingest batches and
+/// their queue, imports, their payloads and their queue.
+const DATA_FAMILIES: [&str; 10] = ["c", "m", "e", "j", "q", "b", "bq", "i", "ip", "iq"];
+
 fn settings_key(tenant: &TenantId) -> String {
     format!("{tenant}/s")
 }
@@ -458,6 +463,26 @@ impl MetaStore for SledStore {
         Ok(removed)
     }
 
+    fn purge_tenant_data(&self, tenant: &TenantId, max_records: usize) -> Result<usize> {
+        let mut batch = Batch::default();
+        let mut removed = 0;
+        'families: for family in DATA_FAMILIES {
+            for entry in self.data.scan_prefix(format!("{tenant}/{family}/")) {
+                if removed == max_records {
+                    break 'families;
+                }
+                let (key, _) = entry?;
+                batch.remove(key);
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            self.data.apply_batch(batch)?;
+            self.flush()?;
+        }
+        Ok(removed)
+    }
+
     fn delete_tenant(&self, tenant: &TenantId) -> Result<()> {
         self.tenants.remove(tenant.as_str())?;
         self.flush()
@@ -536,6 +561,10 @@ impl JobStore for SledStore {
         Ok(jobs)
     }
 
+    fn jobs_of(&self, tenant: &TenantId) -> Result<Vec<ExtractJobRecord>> {
+        scan_json(&self.data, format!("{tenant}/j/"))
+    }
+
     fn prune_jobs(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize> {
         self.remove_where(
             &self.data,
@@ -563,6 +592,10 @@ impl IngestStore for SledStore {
         let mut batches = self.queued("bq", |tenant, id| self.batch(tenant, id))?;
         batches.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         Ok(batches)
+    }
+
+    fn batches_of(&self, tenant: &TenantId) -> Result<Vec<IngestBatchRecord>> {
+        scan_json(&self.data, format!("{tenant}/b/"))
     }
 
     fn prune_batches(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize> {
@@ -822,6 +855,10 @@ impl ImportStore for SledStore {
         let mut jobs = self.queued("iq", |tenant, id| self.import_job(tenant, id))?;
         jobs.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
         Ok(jobs)
+    }
+
+    fn imports_of(&self, tenant: &TenantId) -> Result<Vec<ImportJobRecord>> {
+        scan_json(&self.data, format!("{tenant}/i/"))
     }
 }
 

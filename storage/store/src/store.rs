@@ -32,6 +32,12 @@ pub trait MetaStore: Send + Sync + 'static {
     /// Removes the tenant record itself (the last step of an erasure); an absent one is
     /// not an error.
     fn delete_tenant(&self, tenant: &TenantId) -> Result<()>;
+    /// Removes up to `max_records` of the tenant's *data* records: its collections,
+    /// memories, staged embeddings, extraction jobs, ingest batches, imports and their
+    /// payloads (what moves with it to a database of its own), keeping the tenant, its
+    /// keys, settings, usage and everything else. Returns how many went; 0 when none is
+    /// left. Called until it returns 0.
+    fn purge_tenant_data(&self, tenant: &TenantId, max_records: usize) -> Result<usize>;
 
     /// Bytes the tenant's records take in the store (keys and values).
     fn tenant_bytes(&self, tenant: &TenantId) -> Result<u64>;
@@ -54,6 +60,8 @@ pub trait JobStore: Send + Sync + 'static {
     fn job(&self, tenant: &TenantId, id: &str) -> Result<Option<ExtractJobRecord>>;
     /// Every job, of any tenant, not yet done or failed, oldest first.
     fn unfinished_jobs(&self) -> Result<Vec<ExtractJobRecord>>;
+    /// Every extraction job of the tenant, finished or not, in no particular order.
+    fn jobs_of(&self, tenant: &TenantId) -> Result<Vec<ExtractJobRecord>>;
     /// Removes finished jobs last updated before `before` (the caller's retention).
     fn prune_jobs(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize>;
 }
@@ -162,6 +170,8 @@ pub trait IngestStore: Send + Sync + 'static {
     fn batch(&self, tenant: &TenantId, id: &str) -> Result<Option<IngestBatchRecord>>;
     /// Every unfinished batch of every tenant, oldest first.
     fn unfinished_batches(&self) -> Result<Vec<IngestBatchRecord>>;
+    /// Every ingest batch of the tenant, finished or not, in no particular order.
+    fn batches_of(&self, tenant: &TenantId) -> Result<Vec<IngestBatchRecord>>;
     /// Removes finished batches last written before `before`.
     fn prune_batches(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize>;
 }
@@ -179,6 +189,8 @@ pub trait ImportStore: Send + Sync + 'static {
     fn import_payload(&self, tenant: &TenantId, id: &str) -> Result<Option<ImportPayload>>;
     /// Every unfinished import of every tenant, oldest first.
     fn unfinished_imports(&self) -> Result<Vec<ImportJobRecord>>;
+    /// Every import job of the tenant, finished or not, in no particular order.
+    fn imports_of(&self, tenant: &TenantId) -> Result<Vec<ImportJobRecord>>;
 }
 
 /// Accounts: the outgoing mail queue and the one-time reveal links.

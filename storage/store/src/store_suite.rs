@@ -70,6 +70,7 @@ macro_rules! store_suite {
                 staged_embeddings_of_another_model_are_dropped,
                 delete_collection_drops_its_staged_embeddings,
                 purge_removes_every_record_of_one_tenant_in_bounded_steps,
+                data_of_a_tenant_lists_and_purges_apart_from_its_account,
                 imports_keep_their_items_until_finished,
                 connections_keep_runs_and_records_until_deleted,
                 oauth_states_are_taken_once,
@@ -1108,6 +1109,206 @@ pub fn purge_removes_every_record_of_one_tenant_in_bounded_steps(store: &dyn Sto
     let listed = store.tenants().unwrap();
     assert!(!listed.iter().any(|tenant| tenant.id == doomed.id));
     assert!(listed.contains(&kept));
+}
+
+/// A queued extraction job of the tenant (for tests of other stores built on this one).
+pub fn sample_job(tenant: &TenantId, id: &str) -> ExtractJobRecord {
+    data_job(tenant, id, JobState::Queued)
+}
+
+fn data_job(tenant: &TenantId, id: &str, state: JobState) -> ExtractJobRecord {
+    let at = Utc.with_ymd_and_hms(2026, 6, 1, 0, 0, 0).unwrap();
+    ExtractJobRecord {
+        id: id.to_owned(),
+        tenant_id: tenant.clone(),
+        collection: name("notes"),
+        content: "I live in Lyon.".to_owned(),
+        importance: None,
+        created_by: CreatedBy {
+            id: "key".to_owned(),
+            label: "label".to_owned(),
+        },
+        state,
+        facts: Vec::new(),
+        detail: None,
+        attempts: 0,
+        created_at: at,
+        updated_at: at,
+    }
+}
+
+fn data_batch(tenant: &TenantId, id: &str, state: IngestItemState) -> IngestBatchRecord {
+    let at = Utc.with_ymd_and_hms(2026, 6, 1, 0, 0, 0).unwrap();
+    IngestBatchRecord {
+        id: id.to_owned(),
+        tenant_id: tenant.clone(),
+        collection: name("notes"),
+        created_by: CreatedBy {
+            id: "key".to_owned(),
+            label: "label".to_owned(),
+        },
+        origin: "drop".to_owned(),
+        metadata: serde_json::Map::new(),
+        source: "file".to_owned(),
+        items: vec![IngestItemRecord {
+            file_id: format!("{id}-file"),
+            filename: "a.txt".to_owned(),
+            declared_type: Some("text/plain".to_owned()),
+            blob_path: Some(format!("files/{id}/a.txt")),
+            blob_store: None,
+            size: 3,
+            state,
+            reason: None,
+            memory_ids: Vec::new(),
+            attempts: 0,
+            started_at: None,
+        }],
+        created_at: at,
+        updated_at: at,
+    }
+}
+
+fn data_import(tenant: &TenantId, id: &str, state: ImportState) -> ImportJobRecord {
+    let at = Utc.with_ymd_and_hms(2026, 6, 1, 0, 0, 0).unwrap();
+    ImportJobRecord {
+        id: id.to_owned(),
+        tenant_id: tenant.clone(),
+        key_id: "key_1".to_owned(),
+        state,
+        total: 1,
+        cursor: 0,
+        skipped: 0,
+        errors: Vec::new(),
+        collections: vec!["notes".to_owned()],
+        detail: None,
+        attempts: 0,
+        created_at: at,
+        updated_at: at,
+    }
+}
+
+/// `jobs_of`, `batches_of` and `imports_of` list one tenant's records, finished or not;
+/// `purge_tenant_data` removes its data records in bounded steps (the queues with them)
+/// and keeps its account: the tenant, keys, settings, usage, audit and outbox.
+pub fn data_of_a_tenant_lists_and_purges_apart_from_its_account(store: &dyn Store) {
+    let (moving, other) = (sample_tenant("moving"), sample_tenant("staying"));
+    for tenant in [&moving, &other] {
+        fill_tenant(store, tenant);
+        store
+            .put_job(&data_job(&tenant.id, "job-open", JobState::Queued))
+            .unwrap();
+        store
+            .put_job(&data_job(&tenant.id, "job-done", JobState::Done))
+            .unwrap();
+        store
+            .put_batch(&data_batch(
+                &tenant.id,
+                "batch-open",
+                IngestItemState::Queued,
+            ))
+            .unwrap();
+        store
+            .put_batch(&data_batch(&tenant.id, "batch-done", IngestItemState::Done))
+            .unwrap();
+        store
+            .create_import(
+                &data_import(&tenant.id, "imp-open", ImportState::Queued),
+                &ImportPayload {
+                    collections: Vec::new(),
+                    items: Vec::new(),
+                },
+            )
+            .unwrap();
+    }
+    let sorted = |mut ids: Vec<String>| {
+        ids.sort();
+        ids
+    };
+    let jobs = store.jobs_of(&moving.id).unwrap();
+    assert!(jobs.iter().all(|job| job.tenant_id == moving.id));
+    assert_eq!(
+        sorted(jobs.into_iter().map(|job| job.id).collect()),
+        ["job-done", "job-open"]
+    );
+    let batches = store.batches_of(&moving.id).unwrap();
+    assert!(batches.iter().all(|batch| batch.tenant_id == moving.id));
+    assert_eq!(
+        sorted(batches.into_iter().map(|batch| batch.id).collect()),
+        ["batch-done", "batch-open"]
+    );
+    let imports = store.imports_of(&moving.id).unwrap();
+    assert_eq!(
+        imports.into_iter().map(|job| job.id).collect::<Vec<_>>(),
+        ["imp-open"]
+    );
+    let settings = store.tenant_settings(&moving.id).unwrap();
+    let keys = store.api_keys(&moving.id).unwrap();
+
+    let mut steps = 0;
+    loop {
+        let removed = store.purge_tenant_data(&moving.id, 5).unwrap();
+        assert!(
+            removed <= 5,
+            "a purge step removed {removed}, over its bound"
+        );
+        if removed == 0 {
+            break;
+        }
+        steps += 1;
+        assert!(steps < 100, "the purge never ends");
+    }
+    assert!(steps >= 3, "the data went in {steps} steps of at most 5");
+    assert!(store.collections(&moving.id).unwrap().is_empty());
+    assert!(store
+        .memories(&moving.id, &name("notes"))
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        store.staged_embeddings(&moving.id, &name("notes")).unwrap(),
+        None
+    );
+    assert!(store.jobs_of(&moving.id).unwrap().is_empty());
+    assert!(store.batches_of(&moving.id).unwrap().is_empty());
+    assert!(store.imports_of(&moving.id).unwrap().is_empty());
+    assert!(store
+        .import_payload(&moving.id, "imp-open")
+        .unwrap()
+        .is_none());
+    {
+        let tenant = &moving.id;
+        assert!(!store
+            .unfinished_jobs()
+            .unwrap()
+            .iter()
+            .any(|job| &job.tenant_id == tenant));
+        assert!(!store
+            .unfinished_batches()
+            .unwrap()
+            .iter()
+            .any(|batch| &batch.tenant_id == tenant));
+        assert!(!store
+            .unfinished_imports()
+            .unwrap()
+            .iter()
+            .any(|job| &job.tenant_id == tenant));
+    }
+    assert!(store.tenants().unwrap().contains(&moving));
+    assert_eq!(store.api_keys(&moving.id).unwrap(), keys);
+    assert_eq!(store.tenant_settings(&moving.id).unwrap(), settings);
+    assert_eq!(store.usage(&moving.id, "2026-11").unwrap().len(), 1);
+    let long_ago = Utc::now() - chrono::Duration::days(3650);
+    assert_eq!(store.audit(&moving.id, long_ago, 10).unwrap().len(), 1);
+    assert!(store.delivery(&moving.id, "dlv-moving").unwrap().is_some());
+
+    assert_eq!(store.collections(&other.id).unwrap().len(), 2);
+    assert_eq!(store.jobs_of(&other.id).unwrap().len(), 2);
+    assert_eq!(store.batches_of(&other.id).unwrap().len(), 2);
+    assert_eq!(store.imports_of(&other.id).unwrap().len(), 1);
+    assert!(store
+        .unfinished_jobs()
+        .unwrap()
+        .iter()
+        .any(|job| job.tenant_id == other.id));
 }
 
 pub fn imports_keep_their_items_until_finished(store: &dyn Store) {

@@ -87,7 +87,8 @@ pub struct Server {
 }
 
 enum Kind {
-    /// Started here: `key=value` strings on the socket directory.
+    /// Started here: `key=value` strings on the socket directory (trusted); TCP on
+    /// `127.0.0.1:port` asks for a password (scram-sha-256).
     Started {
         socket_dir: PathBuf,
         port: u16,
@@ -111,7 +112,32 @@ impl Server {
             Kind::External => with_database(&self.admin_url, database),
         }
     }
+
+    /// A `postgresql://` URL of `database` over TCP on 127.0.0.1 as a role with a
+    /// password (the role `memvault_pw`, password `memvault-test-password`, created on
+    /// first use), where a wrong password is refused. Panics on an external server
+    /// (`MEMVAULT_TEST_PG_URL`), whose TCP address and authentication are not known here.
+    pub fn password_url(&self, database: &str) -> String {
+        let Kind::Started { port, .. } = &self.kind else {
+            panic!("password_url needs the cluster this crate starts; unset {URL_VARIABLE}")
+        };
+        static ROLE: OnceLock<()> = OnceLock::new();
+        ROLE.get_or_init(|| {
+            self.admin
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .batch_execute(&format!(
+                    "CREATE ROLE {PASSWORD_ROLE} LOGIN SUPERUSER PASSWORD '{PASSWORD}'"
+                ))
+                .unwrap_or_else(|error| panic!("CREATE ROLE {PASSWORD_ROLE}: {error:?}"));
+        });
+        format!("postgresql://{PASSWORD_ROLE}:{PASSWORD}@127.0.0.1:{port}/{database}")
+    }
 }
+
+/// The role [`Server::password_url`] connects as, and its password.
+pub const PASSWORD_ROLE: &str = "memvault_pw";
+pub const PASSWORD: &str = "memvault-test-password";
 
 /// The server of this test process, started on first use.
 pub fn server() -> &'static Server {
@@ -290,18 +316,29 @@ fn start_cluster() -> Server {
         None
     };
     let data = dir.join("data");
-    let port = 20_000 + (pid % 40_000) as u16;
 
     let mut initdb = Command::new(bindir.join("initdb"));
     initdb
         .arg("-D")
         .arg(&data)
-        .args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale"])
+        .args([
+            "-U",
+            "postgres",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+        ])
+        .args(["-E", "UTF8", "--no-locale"])
         .arg("--no-sync");
     run(initdb, ids, "initdb", &dir.join("initdb.log"));
 
+    // One port for both: the socket file's name and TCP on loopback (the password
+    // tests). A free one, found by binding port 0.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .unwrap_or_else(|error| panic!("no free port on 127.0.0.1: {error}"));
     let options = format!(
-        "-k {} -p {port} -c listen_addresses='' -c fsync=off -c synchronous_commit=off \
+        "-k {} -p {port} -c listen_addresses='127.0.0.1' -c fsync=off -c synchronous_commit=off \
          -c full_page_writes=off -c max_connections=300",
         dir.display()
     );
