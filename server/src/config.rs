@@ -632,6 +632,10 @@ pub struct StoreConfig {
     /// The Postgres connection string or URL (`backend = "postgres"`); may hold a
     /// password, so best set through `MEMVAULT__STORE__URL`.
     pub url: Option<String>,
+    /// Let a tenant's own database (`PUT /v1/memory/database/config`) be on a loopback,
+    /// private, link-local or metadata address, or a unix socket. Off by default (SSRF
+    /// protection); tests and trusted private networks turn it on.
+    pub allow_private_targets: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]

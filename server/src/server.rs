@@ -220,6 +220,10 @@ pub async fn start_service_with_clock(
         blobs: crate::files::blob_backend(config).map_err(StartupError::Blobs)?,
         tiers: tiers(config),
         restarts: memvault_types::RestartPolicy::ACTORS,
+        databases: Some(memvault_core::DatabaseSupport {
+            opener: Arc::new(PostgresDatabases),
+            allow_private_targets: config.store.allow_private_targets,
+        }),
     };
     let service = Memvault::start(store, embedders, service_config).await?;
     let intake = memvault_intake::start(&service, intake_settings(config)).await?;
@@ -308,6 +312,20 @@ async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StartupError> {
         }
     };
     Ok(opened.map_err(|error| StartupError::Serve(std::io::Error::other(error)))??)
+}
+
+/// Tenants' own databases are Postgres: opened and checked by the Postgres store.
+struct PostgresDatabases;
+
+impl memvault_core::DatabaseOpener for PostgresDatabases {
+    fn open(&self, url: &str, timeout: Duration) -> Result<memvault_core::OpenedDatabase, String> {
+        let (store, server_version) = memvault_postgres::PgStore::open_checked(url, timeout)
+            .map_err(|error| error.to_string())?;
+        Ok(memvault_core::OpenedDatabase {
+            store: Arc::new(store),
+            server_version,
+        })
+    }
 }
 
 /// What each tier may hold, from `[tiers.<name>]`.

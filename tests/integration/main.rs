@@ -10,6 +10,7 @@ mod basics;
 mod billing;
 mod collections;
 mod connectors;
+mod database;
 mod durability;
 mod email;
 mod erasure;

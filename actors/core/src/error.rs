@@ -171,6 +171,21 @@ pub enum Error {
     StorageTargetRejected(String),
     #[error("the storage self-test failed, so the configuration was not saved: {0}")]
     StorageSelfTestFailed(String),
+    /// The database URL failed the SSRF guard; the text says why.
+    #[error("{0}")]
+    DatabaseTargetRejected(String),
+    #[error("the database self-test failed, so the configuration was not saved: {0}")]
+    DatabaseSelfTestFailed(String),
+    #[error(
+        "the account's data is being {0} its own database; wait until GET \
+         /v1/memory/database/config shows the switch done"
+    )]
+    DatabaseSwitchInProgress(&'static str),
+    #[error(
+        "the account's data is in its own database already; DELETE \
+         /v1/memory/database/config moves it back before another can be set"
+    )]
+    DatabaseInUse,
     #[error(
         "model '{model}' is not offered by this server's LLM; use '{offered}' or a model \
          priced in its [llm.prices]"
@@ -299,6 +314,10 @@ impl Error {
             Error::LlmSelfTestFailed(_) => ErrorCode::LlmSelfTestFailed,
             Error::StorageTargetRejected(_) => ErrorCode::StorageTargetRejected,
             Error::StorageSelfTestFailed(_) => ErrorCode::StorageSelfTestFailed,
+            Error::DatabaseTargetRejected(_) => ErrorCode::DatabaseTargetRejected,
+            Error::DatabaseSelfTestFailed(_) => ErrorCode::DatabaseSelfTestFailed,
+            Error::DatabaseSwitchInProgress(_) => ErrorCode::DatabaseSwitchInProgress,
+            Error::DatabaseInUse => ErrorCode::DatabaseInUse,
             Error::ModelNotOffered { .. } => ErrorCode::ModelNotOffered,
             Error::Restarting { .. } | Error::ActorStopped { .. } | Error::StartFailed { .. } => {
                 ErrorCode::ActorUnavailable
@@ -315,6 +334,9 @@ impl Error {
             Error::ActorTimeout(_) => ErrorCode::ActorTimeout,
             Error::UpstreamTimeout => ErrorCode::UpstreamTimeout,
             Error::UpstreamFailed(_) | Error::LlmUnreachable(_) => ErrorCode::UpstreamFailed,
+            // A database that did not answer (Postgres down, a tenant's own database
+            // unreachable): worth a retry, not a bug.
+            Error::Storage(StorageError::Backend(_)) => ErrorCode::DatabaseUnavailable,
             Error::Storage(_) | Error::Embedding(_) => ErrorCode::InternalError,
         }
     }

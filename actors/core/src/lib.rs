@@ -37,4 +37,5 @@ pub use service::{
     Supervision, Tenants,
 };
 pub use service::{BlobBackend, Placement};
+pub use service::{DatabaseConfigView, DatabaseOpener, DatabaseSupport, OpenedDatabase};
 pub use service::{EmbeddedTexts, Internal, StorageConfigInput, StorageConfigView};

@@ -47,6 +47,7 @@ pub mod blobs;
 pub mod client;
 pub mod collections;
 pub mod connections;
+pub mod database;
 pub mod email;
 pub mod extract;
 pub mod files;
@@ -268,6 +269,7 @@ fn memory_routes() -> OpenApiRouter<AppState> {
         .merge(account::routes())
         .nest("/stripe", billing::routes())
         .merge(storage::routes())
+        .merge(database::routes())
         .nest("/webhook", webhooks::routes())
         .nest("/email", email::routes())
         .nest("/connections", connections::routes())

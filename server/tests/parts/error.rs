@@ -85,6 +85,10 @@ fn samples() -> Vec<ApiError> {
         Error::LlmSelfTestFailed(text()),
         Error::StorageTargetRejected(text()),
         Error::StorageSelfTestFailed(text()),
+        Error::DatabaseTargetRejected(text()),
+        Error::DatabaseSelfTestFailed(text()),
+        Error::DatabaseSwitchInProgress("copied to"),
+        Error::DatabaseInUse,
         Error::ModelNotOffered {
             model: text(),
             offered: text(),
@@ -117,6 +121,7 @@ fn samples() -> Vec<ApiError> {
             key: text(),
             reason: text(),
         }),
+        Error::Storage(memvault_storage::StorageError::Backend(text())),
     ];
     let edge = [
         ApiError::BodyUnreadable(text()),

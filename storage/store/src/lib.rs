@@ -49,8 +49,8 @@ pub use records::{
     TenantRecord, TenantSettings, UsageRow,
 };
 pub use records::{
-    AuditEntry, BillingRecord, EmailAddressRecord, MailRecord, OutboxDelivery, RevealPurpose,
-    RevealRecord, StorageConfigRecord, WebhookRecord,
+    AuditEntry, BillingRecord, DatabaseConfigRecord, DatabaseState, EmailAddressRecord, MailRecord,
+    OutboxDelivery, RevealPurpose, RevealRecord, StorageConfigRecord, WebhookRecord,
 };
 pub use records::{
     ConnectionRecord, ConnectionStatus, OAuthStateRecord, SyncRunRecord, SyncedRecord,

@@ -392,6 +392,9 @@ pub struct TenantSettings {
     /// The tenant's own S3-compatible bucket for its files; `None` = the platform's storage.
     #[serde(default)]
     pub storage: Option<StorageConfigRecord>,
+    /// The tenant's own Postgres database for its data; `None` = the platform store.
+    #[serde(default)]
+    pub database: Option<DatabaseConfigRecord>,
     /// The tenant's Stripe customer and subscription; `None` = never paid.
     #[serde(default)]
     pub billing: Option<BillingRecord>,
@@ -414,6 +417,61 @@ pub struct BillingRecord {
     /// The id of the event that last changed this record.
     pub last_event_id: String,
     pub updated_at: DateTime<Utc>,
+}
+
+/// A tenant's own Postgres database (bring-your-own database): where its data (see
+/// `MetaStore::purge_tenant_data`) lives once the switch to it is done. The connection
+/// string is kept only sealed (see `crypto::SecretBox`).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatabaseConfigRecord {
+    pub url_sealed: String,
+    /// The connection string without its password (`user@host:port/database`), to show.
+    pub target: String,
+    /// What the self-test found, e.g. `15.10 (Debian 15.10-0+deb12u1)`.
+    pub server_version: String,
+    pub state: DatabaseState,
+    /// Why the last switch failed, while it is retried or after it gave up.
+    #[serde(default)]
+    pub detail: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl std::fmt::Debug for DatabaseConfigRecord {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("DatabaseConfigRecord")
+            .field("target", &self.target)
+            .field("state", &self.state)
+            .field("detail", &self.detail)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a tenant's data is, with a database of its own configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DatabaseState {
+    /// In the platform store, being copied to the tenant's database.
+    Copying,
+    /// In the tenant's database.
+    Active,
+    /// In the tenant's database, being copied back to the platform store (DELETE).
+    Reverting,
+    /// In the platform store: the copy gave up (`detail` says why).
+    Failed,
+}
+
+impl DatabaseState {
+    /// Whether the tenant's data is in its own database in this state.
+    pub fn data_in_own(self) -> bool {
+        matches!(self, Self::Active | Self::Reverting)
+    }
+
+    /// Whether a switch is under way (a job runs it).
+    pub fn switching(self) -> bool {
+        matches!(self, Self::Copying | Self::Reverting)
+    }
 }
 
 /// A tenant's own object storage (bring-your-own bucket). Files stored while it is

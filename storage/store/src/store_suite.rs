@@ -494,6 +494,15 @@ pub fn settings_default_then_round_trip(store: &dyn Store) {
             force_path_style: true,
             updated_at: Utc::now(),
         }),
+        database: Some(crate::records::DatabaseConfigRecord {
+            url_sealed: "v1:sealed-url".to_owned(),
+            target: "memvault@db.example.com:5432/memvault".to_owned(),
+            server_version: "15.10".to_owned(),
+            state: crate::records::DatabaseState::Reverting,
+            detail: Some("the copy was interrupted".to_owned()),
+            created_at: Utc::now(),
+            updated_at: Utc::now(),
+        }),
         billing: Some(BillingRecord {
             customer_id: Some("cus_1".to_owned()),
             subscription_id: Some("sub_1".to_owned()),

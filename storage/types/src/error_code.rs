@@ -83,6 +83,8 @@ make_error_codes! {
     BillingNoCustomer = ("billing_no_customer", 409, "The account has no Stripe customer yet: subscribe with a checkout first.");
     CollectionExists = ("collection_exists", 409, "A collection with this name exists already.");
     BatchConflict = ("batch_conflict", 409, "The ingest batch is still being processed, or the item did not fail: only a finished batch's failed items are retried or removed.");
+    DatabaseSwitchInProgress = ("database_switch_in_progress", 409, "The tenant's data is being copied to or from its own database; wait until GET /v1/memory/database/config shows it done.");
+    DatabaseInUse = ("database_in_use", 409, "The tenant's data is in its own database already: DELETE /v1/memory/database/config moves it back before another database can be set.");
     KeyRevoked = ("key_revoked", 409, "The API key is revoked already.");
     KeyInactive = ("key_inactive", 409, "The API key is revoked or expired; grants are for active keys.");
     LastActiveKey = ("last_active_key", 409, "The tenant's last active key cannot be revoked; create another key first.");
@@ -99,6 +101,8 @@ make_error_codes! {
     LlmSelfTestFailed = ("llm_self_test_failed", 422, "The LLM self-test failed, so the configuration was not saved.");
     StorageTargetRejected = ("storage_target_rejected", 422, "The storage endpoint is or resolves to a private, loopback, link-local or metadata address.");
     StorageSelfTestFailed = ("storage_self_test_failed", 422, "The storage self-test (put, read back, delete a probe object) failed, so the configuration was not saved.");
+    DatabaseTargetRejected = ("database_target_rejected", 422, "The database URL is not a postgres:// URL with a host, or its host is or resolves to a private, loopback, link-local or metadata address.");
+    DatabaseSelfTestFailed = ("database_self_test_failed", 422, "The database self-test (connect, version, schema, a probe row written and read back) failed, so the configuration was not saved.");
     ConfirmMismatch = ("confirm_mismatch", 422, "An irreversible request's `confirm` is not exactly what it must be (for delete-account, the account's name); nothing was done.");
     ProviderNotSupported = ("provider_not_supported", 422, "The provider is not synced server-side (postgres: see the README's self-hosted recipe), or has no OAuth flow (linear, confluence and hubspot take their token in the create body).");
     ConnectionTargetRejected = ("connection_target_rejected", 422, "Confluence's config.base_url is not http(s) with a host, or is or resolves to a private, loopback, link-local or metadata address.");
@@ -114,6 +118,7 @@ make_error_codes! {
     StoreInconsistent = ("store_inconsistent", 503, "A memory is in the collection's state but not in the store; the collection reloads, retry shortly.");
     EmbeddingModelUnavailable = ("embedding_model_unavailable", 503, "The model that built the collection's vectors cannot run on this server; the collection is being re-embedded with the configured model, retry when that is done.");
     ExtractionUnavailable = ("extraction_unavailable", 503, "The extraction queue is not running.");
+    DatabaseUnavailable = ("database_unavailable", 503, "The database holding this data (the platform's Postgres, or the account's own database) did not answer; retry shortly.");
     StorageUnavailable = ("storage_unavailable", 503, "The file storage (local directory or S3 bucket) failed; retry shortly.");
     MailNotConfigured = ("mail_not_configured", 503, "The server sends no mail, so signup and key recovery are off.");
     OauthNotConfigured = ("oauth_not_configured", 503, "The server has no OAuth app for this provider (connectors.<provider>.client_id and client_secret).");

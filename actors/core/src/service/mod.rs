@@ -7,6 +7,7 @@ mod audit;
 mod background;
 mod changes;
 mod collections;
+mod database;
 mod embedding;
 pub mod intelligence;
 mod internal;
@@ -41,6 +42,9 @@ pub use access::{
 pub use audit::AuditTrail;
 pub use changes::CollectionChanges;
 pub use collections::{CollectionView, Collections};
+pub use database::{
+    display_target, DatabaseConfigView, DatabaseOpener, DatabaseSupport, OpenedDatabase,
+};
 pub use intelligence::{IntelligenceConfig, Llms, ModelPrice, Purpose};
 pub use internal::{EmbeddedTexts, Internal};
 pub use keys::{Keys, NewKey};
@@ -114,6 +118,8 @@ pub struct ServiceConfig {
     pub tiers: memvault_types::tiers::Tiers,
     /// How failed tenant and collection actors are restarted, and when they are degraded.
     pub restarts: memvault_types::RestartPolicy,
+    /// Tenants' own databases (`database/config`); `None`: not offered (503).
+    pub databases: Option<DatabaseSupport>,
 }
 
 /// The blob store files go to, and the signer that checks the presigned URLs memvault
@@ -171,6 +177,7 @@ impl Default for ServiceConfig {
             blobs: BlobBackend::in_memory("http://127.0.0.1:8420"),
             tiers: memvault_types::tiers::Tiers::default(),
             restarts: memvault_types::RestartPolicy::ACTORS,
+            databases: None,
         }
     }
 }
@@ -326,6 +333,18 @@ impl Memvault {
         embedders: Embedders,
         config: ServiceConfig,
     ) -> Result<Self> {
+        // Every call about a tenant's data goes where that tenant keeps it; the tenants
+        // whose data is in their own database are opened before the actors load it.
+        let routed = Arc::new(memvault_storage::RoutedStore::new(store));
+        if let Some(support) = &config.databases {
+            database::open_routes(
+                &routed,
+                &support.opener,
+                config.intelligence.secrets.as_deref(),
+            )
+            .await?;
+        }
+        let store: Arc<dyn Store> = routed.clone();
         let keys = KeyDirectory::new();
         let tenants = Arc::new(DashMap::new());
         let indexing = Arc::new(IndexSettings {
@@ -485,6 +504,30 @@ impl Memvault {
             placement: placement.clone(),
             reembed_progress: reembed_progress.clone(),
         };
+        let databases = config
+            .databases
+            .as_ref()
+            .map(|support| database::TenantDatabases {
+                routed: routed.clone(),
+                opener: support.opener.clone(),
+                progress: Arc::new(DashMap::new()),
+                allow_private: support.allow_private_targets,
+            });
+        let database_queue: Option<database::DatabaseQueue> = match &databases {
+            None => None,
+            Some(databases) => Some(
+                start_queue(
+                    database::DatabaseSwitches::new(
+                        databases.clone(),
+                        tree.clone(),
+                        secrets.clone(),
+                    ),
+                    1,
+                    "the database switch queue",
+                )
+                .await?,
+            ),
+        };
         let settings = Settings {
             tree: tree.clone(),
             store: store.clone(),
@@ -493,6 +536,8 @@ impl Memvault {
             webhooks: config.webhooks.clone(),
             stores: stores.clone(),
             allow_private_buckets: config.blobs.allow_private_targets,
+            databases,
+            database_queue,
         };
         let tenant_service = Tenants {
             tree: tree.clone(),

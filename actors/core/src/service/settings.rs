@@ -65,6 +65,10 @@ pub struct Settings {
     pub(super) stores: Arc<TenantStores>,
     /// Let a tenant's own bucket be on a private address (off by default: SSRF).
     pub(super) allow_private_buckets: bool,
+    /// Tenants' own databases; `None` when the server does not offer them.
+    pub(super) databases: Option<super::database::TenantDatabases>,
+    /// Where switches to and from them run.
+    pub(super) database_queue: Option<super::database::DatabaseQueue>,
 }
 
 impl Settings {
