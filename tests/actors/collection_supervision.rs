@@ -48,6 +48,9 @@ impl ImportStore for FlakyStore {
     fn unfinished_imports(&self) -> StoreResult<Vec<ImportJobRecord>> {
         self.inner.unfinished_imports()
     }
+    fn imports_of(&self, tenant: &TenantId) -> StoreResult<Vec<ImportJobRecord>> {
+        self.inner.imports_of(tenant)
+    }
 }
 
 impl memvault_storage::ConnectorStore for FlakyStore {
@@ -162,6 +165,9 @@ impl MetaStore for FlakyStore {
     fn delete_tenant(&self, tenant: &TenantId) -> StoreResult<()> {
         self.inner.delete_tenant(tenant)
     }
+    fn purge_tenant_data(&self, tenant: &TenantId, max_records: usize) -> StoreResult<usize> {
+        self.inner.purge_tenant_data(tenant, max_records)
+    }
     fn tenant_bytes(&self, tenant: &TenantId) -> StoreResult<u64> {
         self.inner.tenant_bytes(tenant)
     }
@@ -207,6 +213,9 @@ impl memvault_storage::JobStore for FlakyStore {
     fn unfinished_jobs(&self) -> StoreResult<Vec<memvault_storage::ExtractJobRecord>> {
         self.inner.unfinished_jobs()
     }
+    fn jobs_of(&self, tenant: &TenantId) -> StoreResult<Vec<memvault_storage::ExtractJobRecord>> {
+        self.inner.jobs_of(tenant)
+    }
 
     fn prune_jobs(&self, before: chrono::DateTime<chrono::Utc>) -> StoreResult<usize> {
         self.inner.prune_jobs(before)
@@ -228,6 +237,12 @@ impl memvault_storage::IngestStore for FlakyStore {
 
     fn unfinished_batches(&self) -> StoreResult<Vec<memvault_storage::IngestBatchRecord>> {
         self.inner.unfinished_batches()
+    }
+    fn batches_of(
+        &self,
+        tenant: &TenantId,
+    ) -> StoreResult<Vec<memvault_storage::IngestBatchRecord>> {
+        self.inner.batches_of(tenant)
     }
 
     fn prune_batches(&self, before: chrono::DateTime<chrono::Utc>) -> StoreResult<usize> {
@@ -392,6 +407,15 @@ impl MemoryStore for FlakyStore {
         collection: &CollectionName,
     ) -> StoreResult<Vec<StoredMemory>> {
         self.inner.memories(tenant, collection)
+    }
+    fn memories_page(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMemory>> {
+        self.inner.memories_page(tenant, collection, after, limit)
     }
     fn delete_memories(
         &self,

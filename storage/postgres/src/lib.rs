@@ -108,6 +108,8 @@ const MIGRATIONS: &[(i32, &str, &str)] =
 const POOL_SIZE: usize = 16;
 /// Connections to one tenant's own database (its data only: a smaller share of the work).
 const TENANT_POOL_SIZE: usize = 4;
+/// Memories read per query when a whole collection is read.
+const MEMORY_PAGE: usize = 2_000;
 
 /// The store on a Postgres database (see the crate docs).
 pub struct PgStore {
@@ -1017,13 +1019,37 @@ impl MemoryStore for PgStore {
         tenant: &TenantId,
         collection: &CollectionName,
     ) -> Result<Vec<StoredMemory>> {
+        // In pages: the client buffers a query's whole result before it decodes a row,
+        // so one query for a large collection would hold it twice.
+        let mut memories = Vec::new();
+        loop {
+            let after = memories
+                .last()
+                .map(|memory: &StoredMemory| memory.record.id.clone());
+            let page = self.memories_page(tenant, collection, after.as_deref(), MEMORY_PAGE)?;
+            let full = page.len() == MEMORY_PAGE;
+            memories.extend(page);
+            if !full {
+                return Ok(memories);
+            }
+        }
+    }
+
+    fn memories_page(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        after: Option<&str>,
+        page: usize,
+    ) -> Result<Vec<StoredMemory>> {
         self.block(async {
             let client = self.client().await?;
             let rows = client
                 .query(
                     "SELECT record, embedding FROM memories
-                     WHERE tenant_id = $1 AND collection = $2 ORDER BY id",
-                    &[&tenant.as_str(), &collection.as_str()],
+                     WHERE tenant_id = $1 AND collection = $2 AND ($3::text IS NULL OR id > $3)
+                     ORDER BY id LIMIT $4",
+                    &[&tenant.as_str(), &collection.as_str(), &after, &limit(page)],
                 )
                 .await
                 .map_err(pg)?;

@@ -233,10 +233,13 @@ pub fn copy_tenant_data(
     progress(done);
     for collection in &collections {
         to.put_collection(tenant, collection)?;
-        let memories = from.memories(tenant, &collection.name)?;
-        for chunk in memories.chunks(CHUNK) {
-            to.put_memories(tenant, &collection.name, chunk)?;
-            done.records_copied += chunk.len() as u64;
+        let mut after: Option<String> = None;
+        loop {
+            let page = from.memories_page(tenant, &collection.name, after.as_deref(), CHUNK)?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.record.id.clone());
+            to.put_memories(tenant, &collection.name, &page)?;
+            done.records_copied += page.len() as u64;
             progress(done);
         }
         if let Some((model, staged)) = from.staged_embeddings(tenant, &collection.name)? {
@@ -374,6 +377,17 @@ impl MemoryStore for RoutedStore {
         collection: &CollectionName,
     ) -> Result<Vec<StoredMemory>> {
         self.data(tenant, |store| store.memories(tenant, collection))
+    }
+    fn memories_page(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredMemory>> {
+        self.data(tenant, |store| {
+            store.memories_page(tenant, collection, after, limit)
+        })
     }
     fn delete_memories(
         &self,

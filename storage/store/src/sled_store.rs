@@ -907,6 +907,33 @@ impl MemoryStore for SledStore {
             .collect()
     }
 
+    fn memories_page(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredMemory>> {
+        let prefix = memories_prefix(tenant, collection);
+        let start = match after {
+            Some(id) => std::ops::Bound::Excluded(memory_key(tenant, collection, id).into_bytes()),
+            None => std::ops::Bound::Included(prefix.clone().into_bytes()),
+        };
+        self.data
+            .range::<Vec<u8>, _>((start, std::ops::Bound::Unbounded))
+            .take_while(|entry| {
+                entry
+                    .as_ref()
+                    .map_or(true, |(key, _)| key.starts_with(prefix.as_bytes()))
+            })
+            .take(limit)
+            .map(|entry| {
+                let (key, value) = entry?;
+                decode_memory(&key, &value)
+            })
+            .collect()
+    }
+
     fn delete_memories(
         &self,
         tenant: &TenantId,

@@ -84,6 +84,16 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// Every memory of a collection with its embedding, in no particular order.
     fn memories(&self, tenant: &TenantId, collection: &CollectionName)
         -> Result<Vec<StoredMemory>>;
+    /// One page of the collection's memories in id order: at most `limit`, with ids after
+    /// `after` (from the first when `None`). Readers that need not hold a whole
+    /// collection at once (copying, rebuilding) walk it with this.
+    fn memories_page(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredMemory>>;
     fn delete_memories(
         &self,
         tenant: &TenantId,

@@ -51,6 +51,7 @@ macro_rules! store_suite {
                 api_keys_are_per_tenant,
                 collections_round_trip_and_update,
                 memories_round_trip_with_embeddings,
+                memory_pages_walk_one_collection_in_id_order,
                 put_replaces_a_memory,
                 delete_memories_removes_only_those,
                 delete_collection_removes_its_memories_only,
@@ -245,6 +246,63 @@ pub fn memories_round_trip_with_embeddings(store: &dyn Store) {
         loaded.embedding, first.embedding,
         "embedding must round-trip bit for bit"
     );
+}
+
+/// `memories_page` walks one collection (not another whose name starts the same, not
+/// another tenant's) in id order, `after` exclusive, whatever `after` names.
+pub fn memory_pages_walk_one_collection_in_id_order(store: &dyn Store) {
+    let (tenant, other) = (sample_tenant("pages"), sample_tenant("pages-other"));
+    for owner in [&tenant, &other] {
+        store.put_tenant(owner).unwrap();
+        for collection in ["notes", "notes2"] {
+            store
+                .put_collection(&owner.id, &sample_collection(collection))
+                .unwrap();
+            let memories: Vec<StoredMemory> = (0..7)
+                .map(|n| sample_memory(&format!("{collection}-{}", 6 - n), "paged"))
+                .collect();
+            store
+                .put_memories(&owner.id, &name(collection), &memories)
+                .unwrap();
+        }
+    }
+    let mut walked = Vec::new();
+    let mut after: Option<String> = None;
+    let mut pages = Vec::new();
+    loop {
+        let page = store
+            .memories_page(&tenant.id, &name("notes"), after.as_deref(), 3)
+            .unwrap();
+        if page.is_empty() {
+            break;
+        }
+        pages.push(page.len());
+        after = Some(page.last().unwrap().record.id.clone());
+        walked.extend(page);
+    }
+    assert_eq!(pages, [3, 3, 1]);
+    let ids: Vec<&str> = walked.iter().map(|m| m.record.id.as_str()).collect();
+    let expected: Vec<String> = (0..7).map(|n| format!("notes-{n}")).collect();
+    assert_eq!(ids, expected);
+    let mut whole = store.memories(&tenant.id, &name("notes")).unwrap();
+    whole.sort_by(|a, b| a.record.id.cmp(&b.record.id));
+    assert_eq!(
+        walked, whole,
+        "pages hold what a whole read holds, vectors too"
+    );
+    // `after` need not be an id of the collection.
+    let page = store
+        .memories_page(&tenant.id, &name("notes"), Some("notes-3a"), 10)
+        .unwrap();
+    assert_eq!(page.len(), 3);
+    assert!(store
+        .memories_page(&tenant.id, &name("notes"), Some("notes-6"), 10)
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .memories_page(&tenant.id, &name("empty"), None, 10)
+        .unwrap()
+        .is_empty());
 }
 
 pub fn put_replaces_a_memory(store: &dyn Store) {

@@ -12,7 +12,7 @@ use crate::support::unique;
 /// suites, because one request there reaches many collections: MCP tools
 /// (tests/integration/mcp.rs) and the chat proxy, which needs an LLM upstream
 /// (tests/integration/proxy.rs); and the file routes, whose bodies are multipart.
-pub(super) const OWN_SUITES: [(&str, &str); 25] = [
+pub(super) const OWN_SUITES: [(&str, &str); 26] = [
     ("POST", "/v1/mcp"),
     ("POST", "/v1/proxy/chat/completions"),
     // The file routes: multipart bodies and batch ids made by earlier requests. Their
@@ -41,6 +41,9 @@ pub(super) const OWN_SUITES: [(&str, &str); 25] = [
     // Its success needs a live S3 bucket: tests/integration/files_storage.rs checks it,
     // and that other keys (agent, none) are refused.
     ("PUT", "/v1/memory/storage/config"),
+    // Its success needs a live Postgres: tests/integration/database.rs checks it, and
+    // that a read-only key and no key are refused.
+    ("PUT", "/v1/memory/database/config"),
     // Their success needs Stripe: tests/integration/billing.rs checks them against a
     // fake, and that agent keys and no key are refused.
     ("POST", "/v1/memory/stripe/checkout/create"),
@@ -247,6 +250,7 @@ pub(super) const TABLE: &[Entry] = &[
     entry("GET", "/v1/memory/agents", Access::TenantRead, Shape::Tenant, 200),
     entry("GET", "/v1/memory/extraction/config", Access::TenantRead, Shape::Tenant, 200),
     entry("GET", "/v1/memory/storage/config", Access::TenantRead, Shape::Tenant, 200),
+    entry("GET", "/v1/memory/database/config", Access::TenantRead, Shape::Tenant, 200),
     entry("GET", "/v1/memory/spend-cap", Access::TenantRead, Shape::Tenant, 200),
     entry("GET", "/v1/memory/email/address", Access::TenantRead, Shape::Tenant, 200),
     entry("GET", "/v1/memory/email/senders", Access::TenantRead, Shape::Tenant, 200),
@@ -290,6 +294,7 @@ pub(super) const TABLE: &[Entry] = &[
     entry("PUT", "/v1/memory/extraction/config", Access::OwnerOnly, Shape::Tenant, 200),
     entry("DELETE", "/v1/memory/extraction/config", Access::OwnerOnly, Shape::Tenant, 204),
     entry("DELETE", "/v1/memory/storage/config", Access::OwnerOnly, Shape::Tenant, 204),
+    entry("DELETE", "/v1/memory/database/config", Access::OwnerOnly, Shape::Tenant, 204),
     entry("PUT", "/v1/memory/webhook/config", Access::OwnerOnly, Shape::Tenant, 200),
     entry("DELETE", "/v1/memory/webhook/config", Access::OwnerOnly, Shape::Tenant, 204),
     entry("PUT", "/v1/memory/email/address", Access::OwnerOnly, Shape::Tenant, 200),
