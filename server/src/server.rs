@@ -195,7 +195,7 @@ pub async fn start_service_with_clock(
         path: data_dir.display().to_string(),
         source,
     })?;
-    let store = open_store(config).await?;
+    let (store, startup_lock) = open_store(config).await?;
     let secrets = match &config.security.encryption_key {
         Some(key) => SecretBox::from_key_material(key),
         None => SecretBox::load_or_create(&data_dir.join("secret.key")),
@@ -239,6 +239,8 @@ pub async fn start_service_with_clock(
     )
     .await?;
     let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;
+    // Another node starting on the same database loads what this one bootstrapped.
+    drop(startup_lock);
     let status = StatusMonitor::start(
         service.scheduler(),
         service.store().clone(),
@@ -291,22 +293,27 @@ pub async fn start_service_with_clock(
 
 /// The configured store: sled under the data dir, or Postgres (whose schema is created or
 /// migrated on connect, under an advisory lock).
-async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StartupError> {
+///
+/// With Postgres it also returns the start-up lock, held until bootstrap is done (see
+/// `PgStore::startup_lock`): several nodes starting at once bootstrap once.
+async fn open_store(
+    config: &Config,
+) -> Result<(Arc<dyn Store>, Option<memvault_postgres::StartupLock>), StartupError> {
     let opened = match config.store.backend {
         StoreBackend::Sled => {
             let directory = config.server.data_dir.join("store");
             tokio::task::spawn_blocking(move || {
-                SledStore::open(&directory).map(|store| Arc::new(store) as Arc<dyn Store>)
+                SledStore::open(&directory).map(|store| (Arc::new(store) as Arc<dyn Store>, None))
             })
             .await
         }
         StoreBackend::Postgres => {
             let url = config.store.url.clone().unwrap_or_default();
             tokio::task::spawn_blocking(move || {
-                memvault_postgres::PgStore::connect(&url).map(|store| {
-                    tracing::info!("store: Postgres");
-                    Arc::new(store) as Arc<dyn Store>
-                })
+                let store = memvault_postgres::PgStore::connect(&url)?;
+                tracing::info!("store: Postgres; waiting for the start-up lock");
+                let lock = store.startup_lock()?;
+                Ok((Arc::new(store) as Arc<dyn Store>, Some(lock)))
             })
             .await
         }

@@ -121,3 +121,64 @@ fn json_log_format_flag_is_accepted() {
         200,
     );
 }
+
+#[test]
+fn nodes_starting_at_once_on_one_empty_postgres_bootstrap_once() {
+    use memvault_storage::MetaStore;
+    let database = memvault_test_postgres::fresh_database();
+    let url = database.url().to_owned();
+    let holder = memvault_postgres::PgStore::connect(&url).unwrap();
+    let held = holder.startup_lock().unwrap();
+    let (_one, first_dir) = temp_data_dir();
+    let (_two, second_dir) = temp_data_dir();
+    let starts: Vec<_> = [first_dir, second_dir]
+        .into_iter()
+        .map(|data_dir| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                ServerProcess::start(
+                    &data_dir,
+                    &[
+                        ("MEMVAULT__STORE__BACKEND", "postgres"),
+                        ("MEMVAULT__STORE__URL", url.as_str()),
+                    ],
+                )
+                .expect("a node starts")
+            })
+        })
+        .collect();
+    // While someone holds the start-up lock, no node gets past loading the tenants.
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(
+        starts.iter().all(|start| !start.is_finished()),
+        "a node started while the start-up lock was held"
+    );
+    drop(held);
+    let nodes: Vec<ServerProcess> = starts
+        .into_iter()
+        .map(|start| start.join().unwrap())
+        .collect();
+    let keys: Vec<String> = nodes
+        .iter()
+        .flat_map(|node| {
+            node.stdout_lines
+                .iter()
+                .filter(|line| line.starts_with("mv_"))
+                .cloned()
+        })
+        .collect();
+    assert_eq!(keys.len(), 1, "exactly one node bootstraps: {keys:?}");
+    let store = holder;
+    let admins = store
+        .tenants()
+        .unwrap()
+        .into_iter()
+        .filter(|tenant| tenant.admin)
+        .count();
+    assert_eq!(admins, 1);
+    // The node that waited loaded the admin tenant the other one created.
+    for node in &nodes {
+        let me = expect_status(node.client(&keys[0]).get("/v1/memory/admin/me"), 200);
+        assert_eq!(me["admin"], true);
+    }
+}

@@ -94,6 +94,11 @@ use serde::Serialize;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{GenericClient, NoTls, Row};
 
+/// [`BOOTSTRAP_LOCK`], held until dropped: see [`PgStore::startup_lock`].
+pub struct StartupLock {
+    _client: deadpool_postgres::ClientWrapper,
+}
+
 /// The advisory lock key (`"memvault"` in ASCII) [`PgStore::with_advisory_lock`] holds.
 pub const BOOTSTRAP_LOCK: i64 = 0x6d65_6d76_6175_6c74;
 /// The advisory lock key migrations run under; apart from [`BOOTSTRAP_LOCK`], so that
@@ -480,6 +485,23 @@ impl PgStore {
         let value = outcome?;
         unlocked?;
         Ok(value)
+    }
+
+    /// Takes the session-level advisory lock [`BOOTSTRAP_LOCK`] on a connection of its
+    /// own and holds it until the returned guard is dropped (closing that connection
+    /// releases it, also when the process dies). A server holds it from loading the
+    /// tenants to the end of bootstrap, so of several nodes starting at once on an empty
+    /// database exactly one creates the admin tenant and the others load it.
+    pub fn startup_lock(&self) -> Result<StartupLock> {
+        let client = self.block(async {
+            let client = Object::take(self.client().await?);
+            client
+                .execute("SELECT pg_advisory_lock($1)", &[&BOOTSTRAP_LOCK])
+                .await
+                .map_err(pg)?;
+            Ok(client)
+        })?;
+        Ok(StartupLock { _client: client })
     }
 
     /// The versions of the migrations applied to the database, ascending.

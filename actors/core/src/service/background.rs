@@ -9,6 +9,7 @@ use std::time::Duration;
 use memvault_events::EventBroker;
 use memvault_jobs::{JobMetricsSnapshot, Resident, Scheduler};
 
+use super::database::DatabaseQueue;
 use super::tree::Tree;
 use super::{ExtractionQueue, ImportQueue, ReembedQueue, WebhookQueue};
 use crate::audit::AuditLog;
@@ -20,6 +21,8 @@ pub struct Background {
     pub(super) webhooks: WebhookQueue,
     pub(super) reembed: ReembedQueue,
     pub(super) import: ImportQueue,
+    /// Switches of tenants' data to and from their own databases (when offered).
+    pub(super) database: Option<DatabaseQueue>,
     pub(super) audit: Arc<AuditLog>,
     /// The subscriber that turns events into outbox deliveries; awaited at shutdown so
     /// the last writes' events reach the outbox.
@@ -33,12 +36,16 @@ pub struct Background {
 impl Background {
     /// Every job kind's counters, since the process started.
     pub(crate) fn job_metrics(&self) -> Vec<(&'static str, JobMetricsSnapshot)> {
-        vec![
+        let mut metrics = vec![
             ("extraction", self.extraction.metrics()),
             ("webhook_delivery", self.webhooks.metrics()),
             ("reembed", self.reembed.metrics()),
             ("import", self.import.metrics()),
-        ]
+        ];
+        if let Some(database) = &self.database {
+            metrics.push(("database_switch", database.metrics()));
+        }
+        metrics
     }
 
     /// The job kinds whose supervisor is down.
@@ -48,6 +55,12 @@ impl Background {
             ("webhook_delivery", self.webhooks.is_running()),
             ("reembed", self.reembed.is_running()),
             ("import", self.import.is_running()),
+            (
+                "database_switch",
+                self.database
+                    .as_ref()
+                    .is_none_or(|queue| queue.is_running()),
+            ),
         ];
         queues
             .into_iter()
@@ -70,6 +83,9 @@ impl Background {
         self.extraction.stop().await;
         self.import.stop().await;
         self.reembed.stop().await;
+        if let Some(database) = &self.database {
+            database.stop().await;
+        }
         tree.root()
             .stop_and_wait(
                 Some("shutting down".to_owned()),

@@ -428,11 +428,36 @@ impl Memvault {
         // Opened now, run below once the services their kinds write through exist.
         let extraction: ExtractionQueue = open_queue("the extraction queue").await?;
         let import: ImportQueue = open_queue("the import queue").await?;
+        let databases = config
+            .databases
+            .as_ref()
+            .map(|support| database::TenantDatabases {
+                routed: routed.clone(),
+                opener: support.opener.clone(),
+                progress: Arc::new(DashMap::new()),
+                allow_private: support.allow_private_targets,
+            });
+        let database_queue: Option<database::DatabaseQueue> = match &databases {
+            None => None,
+            Some(databases) => Some(
+                start_queue(
+                    database::DatabaseSwitches::new(
+                        databases.clone(),
+                        tree.clone(),
+                        config.intelligence.secrets.clone(),
+                    ),
+                    1,
+                    "the database switch queue",
+                )
+                .await?,
+            ),
+        };
         let background = Background {
             extraction: extraction.clone(),
             webhooks: webhook_queue,
             reembed,
             import: import.clone(),
+            database: database_queue.clone(),
             audit: audit.clone(),
             webhook_recorder: Arc::new(recorder),
             events,
@@ -503,30 +528,6 @@ impl Memvault {
             llms: llms.clone(),
             placement: placement.clone(),
             reembed_progress: reembed_progress.clone(),
-        };
-        let databases = config
-            .databases
-            .as_ref()
-            .map(|support| database::TenantDatabases {
-                routed: routed.clone(),
-                opener: support.opener.clone(),
-                progress: Arc::new(DashMap::new()),
-                allow_private: support.allow_private_targets,
-            });
-        let database_queue: Option<database::DatabaseQueue> = match &databases {
-            None => None,
-            Some(databases) => Some(
-                start_queue(
-                    database::DatabaseSwitches::new(
-                        databases.clone(),
-                        tree.clone(),
-                        secrets.clone(),
-                    ),
-                    1,
-                    "the database switch queue",
-                )
-                .await?,
-            ),
         };
         let settings = Settings {
             tree: tree.clone(),
