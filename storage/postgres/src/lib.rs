@@ -96,7 +96,7 @@ use tokio_postgres::{GenericClient, NoTls, Row};
 
 /// [`BOOTSTRAP_LOCK`], held until dropped: see [`PgStore::startup_lock`].
 pub struct StartupLock {
-    _client: deadpool_postgres::ClientWrapper,
+    client: deadpool_postgres::ClientWrapper,
 }
 
 /// The advisory lock key (`"memvault"` in ASCII) [`PgStore::with_advisory_lock`] holds.
@@ -465,23 +465,17 @@ impl PgStore {
     /// connection: released after `work`, and by the server should `work` panic or the
     /// process die.
     pub fn with_advisory_lock<T>(&self, work: impl FnOnce() -> Result<T>) -> Result<T> {
-        // Taken out of the pool: closing it releases the lock whatever happens.
-        let client = self.block(async {
-            let client = Object::take(self.client().await?);
-            client
-                .execute("SELECT pg_advisory_lock($1)", &[&BOOTSTRAP_LOCK])
-                .await
-                .map_err(pg)?;
-            Ok(client)
-        })?;
+        // On a connection taken out of the pool: closing it releases the lock whatever
+        // happens.
+        let lock = self.startup_lock()?;
         let outcome = work();
         let unlocked = self.block(async {
-            client
+            lock.client
                 .execute("SELECT pg_advisory_unlock($1)", &[&BOOTSTRAP_LOCK])
                 .await
                 .map_err(pg)
         });
-        drop(client);
+        drop(lock);
         let value = outcome?;
         unlocked?;
         Ok(value)
@@ -501,7 +495,7 @@ impl PgStore {
                 .map_err(pg)?;
             Ok(client)
         })?;
-        Ok(StartupLock { _client: client })
+        Ok(StartupLock { client })
     }
 
     /// The versions of the migrations applied to the database, ascending.
