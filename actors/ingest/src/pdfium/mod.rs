@@ -30,6 +30,9 @@ const LISTED_PAGES: usize = 20;
 /// whatever path they name (a worker extracts one file per process anyway).
 static PDFIUM: OnceLock<Result<Pdfium, String>> = OnceLock::new();
 
+/// Held while a document loads: see [`extract`].
+static LOADING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// pdfium loaded from `library`, or why it could not be.
 pub(crate) fn bind(library: &Path) -> Result<&'static Pdfium, String> {
     PDFIUM
@@ -61,9 +64,18 @@ pub(crate) fn extract(
     limits: &Limits,
     tesseract: Option<&Path>,
 ) -> Result<Extracted, IngestError> {
-    let document = pdfium
-        .load_pdf_from_byte_slice(bytes, None)
-        .map_err(open_error)?;
+    let document = {
+        // pdfium reports why a load failed through one process-wide "last error": two
+        // loads at once (threads of one process; a worker reads one file, tests many)
+        // could read each other's reason, a damaged file's as "encrypted". One load at
+        // a time, its reason read before the next.
+        let _one_load = LOADING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        pdfium
+            .load_pdf_from_byte_slice(bytes, None)
+            .map_err(open_error)?
+    };
     let title = document
         .metadata()
         .get(PdfDocumentMetadataTagType::Title)
