@@ -104,12 +104,11 @@ pub fn display_target(url: &str) -> Option<String> {
     let host = parsed.host_str().filter(|host| !host.is_empty())?;
     let port = parsed.port().unwrap_or(5432);
     let database = parsed.path().trim_start_matches('/');
-    let user = parsed.username();
-    let user = if user.is_empty() { "" } else { user };
-    Some(format!(
-        "{user}{}{host}:{port}/{database}",
-        if user.is_empty() { "" } else { "@" }
-    ))
+    let user = match parsed.username() {
+        "" => String::new(),
+        user => format!("{user}@"),
+    };
+    Some(format!("{user}{host}:{port}/{database}"))
 }
 
 /// Opens the own database of every tenant whose data is there, before the actors load
@@ -366,8 +365,7 @@ impl DatabaseSwitches {
 
     fn record(&self, tenant: &TenantId) -> Option<DatabaseConfigRecord> {
         let handle = self.tree.tenant_handle(tenant).ok()?;
-        let settings = handle.snapshot().settings.clone();
-        settings.database.clone()
+        handle.snapshot().settings.database.clone()
     }
 
     async fn update(
