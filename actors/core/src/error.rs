@@ -337,6 +337,7 @@ impl Error {
             // A database that did not answer (Postgres down, a tenant's own database
             // unreachable): worth a retry, not a bug.
             Error::Storage(StorageError::Backend(_)) => ErrorCode::DatabaseUnavailable,
+            Error::Storage(StorageError::Fenced(_)) => ErrorCode::OwnershipMoved,
             Error::Storage(_) | Error::Embedding(_) => ErrorCode::InternalError,
         }
     }

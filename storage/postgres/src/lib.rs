@@ -70,6 +70,10 @@
 //! (webpki-roots): stricter than libpq's `require`, which does not verify. `disable`,
 //! `allow`, `prefer` and no `sslmode` connect in plain text.
 
+mod cluster;
+
+pub use cluster::{tenant_lease, Claim, Lease, NodeRecord};
+
 use std::future::Future;
 use std::str::FromStr;
 use std::time::Duration;
@@ -106,8 +110,10 @@ pub const BOOTSTRAP_LOCK: i64 = 0x6d65_6d76_6175_6c74;
 pub const MIGRATION_LOCK: i64 = BOOTSTRAP_LOCK + 1;
 
 /// The migrations, in order: (version, name, SQL).
-const MIGRATIONS: &[(i32, &str, &str)] =
-    &[(1, "init", include_str!("../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (1, "init", include_str!("../migrations/0001_init.sql")),
+    (2, "nodes", include_str!("../migrations/0002_nodes.sql")),
+];
 
 /// Connections the pool keeps at most.
 const POOL_SIZE: usize = 16;
@@ -121,6 +127,8 @@ pub struct PgStore {
     pool: Pool,
     /// `Some` until drop, which shuts it down in the background.
     runtime: Option<tokio::runtime::Runtime>,
+    /// This node's leases when it is one of several ([`PgStore::fenced_as`]).
+    fence: Option<std::sync::Arc<cluster::Fence>>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -456,6 +464,7 @@ impl PgStore {
         Ok(Self {
             pool,
             runtime: Some(runtime),
+            fence: None,
         })
     }
 
@@ -629,6 +638,22 @@ impl PgStore {
         })
     }
 
+    /// Runs one statement that writes `tenant`'s data, fenced by the tenant's lease on a
+    /// node's store (see [`cluster`]); how many rows it touched.
+    fn write(&self, tenant: &TenantId, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<usize> {
+        if self.fence.is_none() {
+            return self.execute(sql, params);
+        }
+        self.block(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(pg)?;
+            self.check_fence(&*tx, tenant).await?;
+            let touched = tx.execute(sql, params).await.map_err(pg)?;
+            tx.commit().await.map_err(pg)?;
+            Ok(count(touched))
+        })
+    }
+
     /// Runs one statement; how many rows it touched.
     fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<usize> {
         self.block(async {
@@ -790,7 +815,8 @@ impl MetaStore for PgStore {
     }
 
     fn put_api_key(&self, key: &ApiKeyRecord) -> Result<()> {
-        self.execute(
+        self.write(
+            &key.tenant_id,
             "INSERT INTO api_keys (tenant_id, id, record) VALUES ($1, $2, $3)
              ON CONFLICT (tenant_id, id) DO UPDATE SET record = excluded.record",
             &[&key.tenant_id.as_str(), &key.id, &encode(key)?],
@@ -808,8 +834,11 @@ impl MetaStore for PgStore {
 
     fn put_collection(&self, tenant: &TenantId, collection: &CollectionRecord) -> Result<()> {
         self.block(async {
-            let client = self.client().await?;
-            upsert_collection(&**client, tenant, collection).await
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(pg)?;
+            self.check_fence(&*tx, tenant).await?;
+            upsert_collection(&*tx, tenant, collection).await?;
+            tx.commit().await.map_err(pg)
         })
     }
 
@@ -825,6 +854,7 @@ impl MetaStore for PgStore {
         self.block(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(pg)?;
+            self.check_fence(&*tx, tenant).await?;
             for sql in [
                 "DELETE FROM memories WHERE tenant_id = $1 AND collection = $2",
                 "DELETE FROM collections WHERE tenant_id = $1 AND name = $2",
@@ -863,7 +893,8 @@ impl MetaStore for PgStore {
     }
 
     fn put_tenant_settings(&self, tenant: &TenantId, settings: &TenantSettings) -> Result<()> {
-        self.execute(
+        self.write(
+            tenant,
             "INSERT INTO tenant_settings (tenant_id, record) VALUES ($1, $2)
              ON CONFLICT (tenant_id) DO UPDATE SET record = excluded.record",
             &[&tenant.as_str(), &encode(settings)?],
@@ -943,7 +974,8 @@ fn oldest_first<T>(records: &mut [T], key: impl Fn(&T) -> (DateTime<Utc>, &str))
 
 impl JobStore for PgStore {
     fn put_job(&self, job: &ExtractJobRecord) -> Result<()> {
-        self.execute(
+        self.write(
+            &job.tenant_id,
             "INSERT INTO extract_jobs (tenant_id, id, finished, created_at, updated_at, record)
              VALUES ($1, $2, $3, $4, $5, $6)
              ON CONFLICT (tenant_id, id) DO UPDATE SET finished = excluded.finished,
@@ -1005,6 +1037,7 @@ impl MemoryStore for PgStore {
         self.block(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(pg)?;
+            self.check_fence(&*tx, tenant).await?;
             upsert_memories(&*tx, tenant, collection, memories).await?;
             tx.commit().await.map_err(pg)
         })
@@ -1079,7 +1112,8 @@ impl MemoryStore for PgStore {
         collection: &CollectionName,
         ids: &[String],
     ) -> Result<()> {
-        self.execute(
+        self.write(
+            tenant,
             "DELETE FROM memories WHERE tenant_id = $1 AND collection = $2 AND id = ANY($3)",
             &[&tenant.as_str(), &collection.as_str(), &ids],
         )?;
@@ -1096,6 +1130,7 @@ impl MemoryStore for PgStore {
         self.block(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(pg)?;
+            self.check_fence(&*tx, tenant).await?;
             tx.execute(
                 "DELETE FROM memories WHERE tenant_id = $1 AND collection = $2 AND id = $3",
                 &[&tenant.as_str(), &from.as_str(), &memory.record.id],
@@ -1119,6 +1154,7 @@ impl ReembedStore for PgStore {
         self.block(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(pg)?;
+            self.check_fence(&*tx, tenant).await?;
             let current = tx
                 .query_opt(
                     "SELECT record FROM staged_models
@@ -1218,6 +1254,7 @@ impl ReembedStore for PgStore {
         self.block(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(pg)?;
+            self.check_fence(&*tx, tenant).await?;
             unstage(&*tx, tenant, &collection.name).await?;
             upsert_memories(&*tx, tenant, &collection.name, memories).await?;
             upsert_collection(&*tx, tenant, collection).await?;
@@ -1328,7 +1365,8 @@ impl AuditStore for PgStore {
 
 impl IngestStore for PgStore {
     fn put_batch(&self, batch: &IngestBatchRecord) -> Result<()> {
-        self.execute(
+        self.write(
+            &batch.tenant_id,
             "INSERT INTO ingest_batches (tenant_id, id, finished, created_at, updated_at, record)
              VALUES ($1, $2, $3, $4, $5, $6)
              ON CONFLICT (tenant_id, id) DO UPDATE SET finished = excluded.finished,
@@ -1390,6 +1428,7 @@ impl ImportStore for PgStore {
         self.block(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(pg)?;
+            self.check_fence(&*tx, &job.tenant_id).await?;
             tx.execute(
                 UPSERT_IMPORT,
                 &[
@@ -1417,6 +1456,7 @@ impl ImportStore for PgStore {
         self.block(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(pg)?;
+            self.check_fence(&*tx, &job.tenant_id).await?;
             let finished = job.state.is_finished();
             tx.execute(
                 UPSERT_IMPORT,

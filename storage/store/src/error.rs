@@ -14,6 +14,10 @@ pub enum StorageError {
     /// a migration that did not apply), as text so that this crate needs no driver.
     #[error("database error: {0}")]
     Backend(String),
+    /// A write of a tenant's data refused because this node no longer owns the tenant
+    /// (several nodes: another node took its lease). Nothing was written.
+    #[error("not the owner: {0}")]
+    Fenced(String),
 }
 
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;

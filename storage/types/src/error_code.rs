@@ -119,6 +119,7 @@ make_error_codes! {
     EmbeddingModelUnavailable = ("embedding_model_unavailable", 503, "The model that built the collection's vectors cannot run on this server; the collection is being re-embedded with the configured model, retry when that is done.");
     ExtractionUnavailable = ("extraction_unavailable", 503, "The extraction queue is not running.");
     DatabaseUnavailable = ("database_unavailable", 503, "The database holding this data (the platform's Postgres, or the account's own database) did not answer; retry shortly.");
+    OwnershipMoved = ("ownership_moved", 503, "Several nodes: another node took over this account while the request ran here, and nothing of it was written; retry (any node sends it to the new owner).");
     StorageUnavailable = ("storage_unavailable", 503, "The file storage (local directory or S3 bucket) failed; retry shortly.");
     MailNotConfigured = ("mail_not_configured", 503, "The server sends no mail, so signup and key recovery are off.");
     OauthNotConfigured = ("oauth_not_configured", 503, "The server has no OAuth app for this provider (connectors.<provider>.client_id and client_secret).");
