@@ -13,6 +13,7 @@ use serde::Deserialize;
 pub struct Config {
     pub server: ServerConfig,
     pub store: StoreConfig,
+    pub cluster: ClusterConfig,
     pub embedding: EmbeddingConfig,
     pub actors: ActorsConfig,
     pub status: StatusConfig,
@@ -638,6 +639,44 @@ pub struct StoreConfig {
     pub allow_private_targets: bool,
 }
 
+/// Several nodes on one Postgres (`[cluster]`): off while `advertise_url` is unset.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterConfig {
+    /// This node's base URL as the other nodes reach it (e.g. `http://10.0.0.5:8080`):
+    /// setting it turns several nodes on.
+    pub advertise_url: Option<String>,
+    /// Shared by every node: proves a forwarded request comes from a node (at least 16
+    /// characters; best set through `MEMVAULT__CLUSTER__SECRET`).
+    pub secret: Option<String>,
+    /// The node's name in `/v1/status` and the logs (default: the host name); a random
+    /// suffix makes each start a node of its own.
+    pub node_name: Option<String>,
+    /// How long a lease lasts without renewal: a dead node's accounts move to another
+    /// node this long after its last heartbeat. Renewed every quarter of it.
+    pub lease_ttl_ms: u64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        Self {
+            advertise_url: None,
+            secret: None,
+            node_name: None,
+            lease_ttl_ms: 10_000,
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// Whether several nodes are on (`advertise_url` set).
+    pub fn enabled(&self) -> bool {
+        self.advertise_url
+            .as_deref()
+            .is_some_and(|url| !url.trim().is_empty())
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum StoreBackend {
@@ -793,6 +832,33 @@ impl Config {
                 "store.backend = \"postgres\" needs store.url (a libpq connection string or URL)"
                     .to_owned(),
             ));
+        }
+        if self.cluster.enabled() {
+            let url = self.cluster.advertise_url.as_deref().unwrap_or_default();
+            let problem = if self.store.backend != StoreBackend::Postgres {
+                Some("several nodes share one Postgres: set store.backend = \"postgres\"")
+            } else if !(url.starts_with("http://") || url.starts_with("https://")) {
+                Some("cluster.advertise_url must be an http:// or https:// URL")
+            } else if self
+                .cluster
+                .secret
+                .as_deref()
+                .is_none_or(|secret| secret.len() < 16)
+            {
+                Some("cluster.secret must be set, at least 16 characters, the same on every node")
+            } else if self.security.encryption_key.is_none() {
+                Some(
+                    "several nodes need security.encryption_key, the same on every node (each \
+                     node's own key file could not open what another sealed)",
+                )
+            } else if self.cluster.lease_ttl_ms < 1_000 {
+                Some("cluster.lease_ttl_ms must be at least 1000")
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                return Err(ConfigError::Invalid(problem.to_owned()));
+            }
         }
         if self.server.max_body_bytes < 1024 {
             return Err(ConfigError::Invalid(

@@ -26,7 +26,15 @@ pub fn public_url(config: &Config) -> String {
 
 /// The blob store `[blobs]` names, and the signer of memvault's own URLs.
 pub fn blob_backend(config: &Config) -> Result<BlobBackend, String> {
-    let secret = load_or_create_secret(&config.server.data_dir.join("blob-url.key"))?;
+    // Several nodes sign and check one another's URLs: the secret comes from the
+    // encryption key they share (config validation requires it), not a file of each.
+    let secret = match (&config.security.encryption_key, config.cluster.enabled()) {
+        (Some(key), true) => {
+            use sha2::Digest;
+            sha2::Sha256::digest(format!("memvault blob URLs\n{key}").as_bytes()).to_vec()
+        }
+        _ => load_or_create_secret(&config.server.data_dir.join("blob-url.key"))?,
+    };
     let signer = UrlSigner::new(&public_url(config), secret).map_err(|error| error.to_string())?;
     let blobs = &config.blobs;
     let backend = match blobs.backend.as_str() {

@@ -5,6 +5,7 @@
 //!
 //! - [`config`]: configuration loading and validation (defaults < file < env < flags).
 //! - [`server`]: starts the store, the embedding model and the actors; serves HTTP.
+//! - [`cluster`]: several nodes on one Postgres: leases, forwarding to an account's node.
 //! - [`api`]: the HTTP API, one module per resource, plus extractors and OpenAPI.
 //! - [`error`]: the HTTP error type and its `{"detail": ..., "code": ...}` body.
 //! - [`files`]: the blob store and its signer from `[blobs]`, the public URL.
@@ -17,6 +18,7 @@
 //! root); `memvault bench`, `eval` and `reembed` are `memvault-tools`.
 
 pub mod api;
+pub mod cluster;
 pub mod config;
 pub mod error;
 pub mod files;

@@ -195,7 +195,7 @@ pub async fn start_service_with_clock(
         path: data_dir.display().to_string(),
         source,
     })?;
-    let (store, startup_lock) = open_store(config).await?;
+    let (store, startup_lock, cluster) = open_store(config).await?;
     let secrets = match &config.security.encryption_key {
         Some(key) => SecretBox::from_key_material(key),
         None => SecretBox::load_or_create(&data_dir.join("secret.key")),
@@ -224,8 +224,14 @@ pub async fn start_service_with_clock(
             opener: Arc::new(PostgresDatabases),
             allow_private_targets: config.store.allow_private_targets,
         }),
+        ownership: cluster
+            .clone()
+            .map(|cluster| cluster as Arc<dyn memvault_core::cluster::TenantOwnership>),
     };
     let service = Memvault::start(store, embedders, service_config).await?;
+    if let Some(cluster) = &cluster {
+        cluster.start(&service);
+    }
     let intake = memvault_intake::start(&service, intake_settings(config)).await?;
     let connections = memvault_sync::start(&service, connector_settings(config)).await?;
     let accounts = memvault_accounts::start(
@@ -238,6 +244,26 @@ pub async fn start_service_with_clock(
         },
     )
     .await?;
+    if let Some(cluster) = &cluster {
+        let (operator, intake, connections, accounts) = (
+            service.operator(),
+            intake.clone(),
+            connections.clone(),
+            accounts.clone(),
+        );
+        cluster.report_jobs(Box::new(move || {
+            operator
+                .job_metrics()
+                .into_iter()
+                .chain([
+                    ("ingest", intake.job_metrics()),
+                    ("connector_sync", connections.job_metrics()),
+                ])
+                .chain(accounts.job_metrics())
+                .map(|(kind, metrics)| (kind.to_owned(), metrics))
+                .collect()
+        }));
+    }
     let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;
     // Another node starting on the same database loads what this one bootstrapped.
     drop(startup_lock);
@@ -280,6 +306,7 @@ pub async fn start_service_with_clock(
         embed: config.internal.embed_secret.as_deref().map(Arc::from),
     })
     .with_inbound_secret(config.email.inbound_secret.clone())
+    .with_cluster(cluster)
     .with_trusted_proxies(
         crate::api::client::TrustedProxies::parse(&config.server.trusted_proxies)
             .map_err(|error| StartupError::Serve(std::io::Error::other(error)))?,
@@ -295,31 +322,47 @@ pub async fn start_service_with_clock(
 /// migrated on connect, under an advisory lock).
 ///
 /// With Postgres it also returns the start-up lock, held until bootstrap is done (see
-/// `PgStore::startup_lock`): several nodes starting at once bootstrap once.
-async fn open_store(
-    config: &Config,
-) -> Result<(Arc<dyn Store>, Option<memvault_postgres::StartupLock>), StartupError> {
+/// `PgStore::startup_lock`): several nodes starting at once bootstrap once; and, with
+/// `[cluster]`, this node, registered.
+async fn open_store(config: &Config) -> Result<OpenedStore, StartupError> {
     let opened = match config.store.backend {
         StoreBackend::Sled => {
             let directory = config.server.data_dir.join("store");
             tokio::task::spawn_blocking(move || {
-                SledStore::open(&directory).map(|store| (Arc::new(store) as Arc<dyn Store>, None))
+                SledStore::open(&directory)
+                    .map(|store| (Arc::new(store) as Arc<dyn Store>, None, None))
             })
             .await
         }
         StoreBackend::Postgres => {
             let url = config.store.url.clone().unwrap_or_default();
+            let cluster = config.cluster.clone();
             tokio::task::spawn_blocking(move || {
-                let store = memvault_postgres::PgStore::connect(&url)?;
+                let mut store = memvault_postgres::PgStore::connect(&url)?;
+                if cluster.enabled() {
+                    store = store.fenced_as(&crate::cluster::Cluster::new_node_id(&cluster));
+                }
+                let store = Arc::new(store);
+                let node = match cluster.enabled() {
+                    true => Some(crate::cluster::Cluster::join(store.clone(), &cluster)?),
+                    false => None,
+                };
                 tracing::info!("store: Postgres; waiting for the start-up lock");
                 let lock = store.startup_lock()?;
-                Ok((Arc::new(store) as Arc<dyn Store>, Some(lock)))
+                Ok((store as Arc<dyn Store>, Some(lock), node))
             })
             .await
         }
     };
     Ok(opened.map_err(|error| StartupError::Serve(std::io::Error::other(error)))??)
 }
+
+/// The store, the start-up lock (Postgres), and this node of several (`[cluster]`).
+type OpenedStore = (
+    Arc<dyn Store>,
+    Option<memvault_postgres::StartupLock>,
+    Option<Arc<crate::cluster::Cluster>>,
+);
 
 /// Tenants' own databases are Postgres: opened and checked by the Postgres store.
 struct PostgresDatabases;
@@ -450,10 +493,11 @@ pub async fn serve(
     state: AppState,
     shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
 ) -> Result<(), StartupError> {
-    let (connections, intake, accounts) = (
+    let (connections, intake, accounts, cluster) = (
         state.connections.clone(),
         state.intake.clone(),
         state.account_services.clone(),
+        state.cluster.clone(),
     );
     let router = api::router(state);
     axum::serve(
@@ -467,6 +511,10 @@ pub async fn serve(
     intake.stop().await;
     accounts.stop().await;
     service.shutdown().await;
+    // Nothing of this node writes any more: the other nodes may take its accounts now.
+    if let Some(cluster) = cluster {
+        cluster.leave().await;
+    }
     Ok(())
 }
 

@@ -8,6 +8,7 @@ mod access;
 mod account;
 mod basics;
 mod billing;
+mod cluster;
 mod collections;
 mod connectors;
 mod database;

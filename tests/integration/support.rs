@@ -333,9 +333,18 @@ pub struct ServerProcess {
 
 impl ServerProcess {
     pub fn start(data_dir: &Path, environment: &[(&str, &str)]) -> Result<Self, String> {
+        Self::start_on(data_dir, "127.0.0.1:0", environment)
+    }
+
+    /// [`Self::start`] listening on `bind`.
+    pub fn start_on(
+        data_dir: &Path,
+        bind: &str,
+        environment: &[(&str, &str)],
+    ) -> Result<Self, String> {
         let mut command = Command::new(env!("CARGO_BIN_EXE_memvault"));
         command
-            .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
+            .args(["serve", "--bind", bind, "--data-dir"])
             .arg(data_dir)
             .env_remove("MEMVAULT_BOOTSTRAP_KEY")
             .env("RUST_LOG", "warn")

@@ -93,6 +93,10 @@ pub async fn start(
                 "the mail queue",
             )
             .await?;
+            let rescanned = queue.clone();
+            service.on_adopt(Box::new(move || {
+                let _ = rescanned.rescan();
+            }));
             Some(queue)
         }
         None => None,

@@ -7,6 +7,7 @@
 //! - [`collection`]: the collection actor, which serializes a collection's writes and
 //!   publishes snapshots that reads use without touching a mailbox.
 //! - [`service`]: [`Memvault`], the facade the HTTP edge calls, one method per use case.
+//! - [`cluster`]: the seam to the server's leases when several nodes share one database.
 //! - [`agent`]: API keys as agent identities, and the key directory used to authenticate.
 //! - [`memory`]: what creating or changing a memory carries, and its validation rules.
 //! - [`extraction`]: asynchronous remember as a job kind on `memvault-jobs`.
@@ -16,6 +17,7 @@
 pub mod agent;
 pub mod audit;
 mod call;
+pub mod cluster;
 pub mod collection;
 pub mod embedders;
 pub mod error;

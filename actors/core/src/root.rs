@@ -1,5 +1,7 @@
 //! The root supervisor: spawns one tenant actor per tenant at start-up and on tenant
-//! creation, and restarts a failed one with back-off.
+//! creation, and restarts a failed one with back-off. With several nodes it starts with
+//! none: it loads a tenant when this node takes the tenant's lease (`AdoptTenant`) and
+//! stops it when the node loses it (`RemoveTenant`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,6 +12,7 @@ use memvault_storage::{ApiKeyRecord, Store, TenantId, TenantRecord};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 
 use crate::agent::KeyDirectory;
+use crate::cluster::TenantOwnership;
 use crate::error::{Error, Result};
 use crate::tenant::{TenantActor, TenantArgs, TenantHandle};
 use memvault_events::EventBroker;
@@ -27,6 +30,8 @@ pub struct RootArgs {
     pub events: EventBroker,
     /// How failed tenant and collection actors are restarted.
     pub restarts: RestartPolicy,
+    /// Several nodes: which tenants this node serves; `None` serves them all.
+    pub ownership: Option<Arc<dyn TenantOwnership>>,
 }
 
 pub enum RootMessage {
@@ -45,6 +50,12 @@ pub enum RootMessage {
     },
     /// Sent to itself after a back-off: restart a failed tenant actor.
     RestartTenant { id: TenantId },
+    /// Several nodes: loads a stored tenant this node has just claimed and starts its
+    /// actor. Replies whether it is served here now (false: unknown, or being erased).
+    AdoptTenant {
+        id: TenantId,
+        reply: RpcReplyPort<Result<bool>>,
+    },
 }
 
 pub struct RootState {
@@ -58,6 +69,7 @@ pub struct RootState {
     /// Passed down to the collection actors, which report changed memories to it.
     events: EventBroker,
     restarts: RestartPolicy,
+    ownership: Option<Arc<dyn TenantOwnership>>,
 }
 
 async fn spawn_tenant(
@@ -93,7 +105,17 @@ async fn create_tenant(
 ) -> Result<Arc<TenantHandle>> {
     let store = state.store.clone();
     let stored = record.clone();
+    let ownership = state.ownership.clone();
     tokio::task::spawn_blocking(move || {
+        // Several nodes: the new tenant is this node's before anything of it is written.
+        if let Some(ownership) = ownership {
+            if !ownership.claim(&stored.id)? {
+                return Err(memvault_storage::StorageError::Fenced(format!(
+                    "tenant {} is already another node's",
+                    stored.id
+                )));
+            }
+        }
         store.put_tenant(&stored)?;
         store.put_api_key(&key)
     })
@@ -119,7 +141,11 @@ impl Actor for RootActor {
         args: RootArgs,
     ) -> Result<RootState, ActorProcessingErr> {
         let store = args.store.clone();
-        let records = tokio::task::spawn_blocking(move || store.tenants()).await??;
+        // Several nodes: none is loaded until this node claims it.
+        let records = match args.ownership {
+            Some(_) => Vec::new(),
+            None => tokio::task::spawn_blocking(move || store.tenants()).await??,
+        };
         let mut state = RootState {
             store: args.store,
             indexing: args.indexing,
@@ -128,6 +154,7 @@ impl Actor for RootActor {
             children: HashMap::new(),
             events: args.events,
             restarts: args.restarts,
+            ownership: args.ownership,
         };
         for record in records {
             if record.erasing_since.is_some() {
@@ -188,6 +215,10 @@ impl Actor for RootActor {
                 state.keys.forget_tenant(&id);
                 let _ = reply.send(());
             }
+            RootMessage::AdoptTenant { id, reply } => {
+                let adopted = adopt_tenant(&myself, state, id).await;
+                let _ = reply.send(adopted);
+            }
             RootMessage::RestartTenant { id } => {
                 let Some(handle) = state.tenants.get(&id).map(|entry| entry.clone()) else {
                     return Ok(());
@@ -226,6 +257,49 @@ impl Actor for RootActor {
         }
         Ok(())
     }
+}
+
+/// Loads the stored tenant `id` and starts its actor, unless it is loaded already.
+async fn adopt_tenant(
+    myself: &ActorRef<RootMessage>,
+    state: &mut RootState,
+    id: TenantId,
+) -> Result<bool> {
+    if state.tenants.contains_key(&id) {
+        return Ok(true);
+    }
+    let store = state.store.clone();
+    let wanted = id.clone();
+    let record = tokio::task::spawn_blocking(move || {
+        Ok::<_, memvault_storage::StorageError>(
+            store
+                .tenants()?
+                .into_iter()
+                .find(|record| record.id == wanted),
+        )
+    })
+    .await
+    .map_err(|error| Error::TaskFailed {
+        task: "storage task",
+        reason: error.to_string(),
+    })??;
+    let Some(record) = record.filter(|record| record.erasing_since.is_none()) else {
+        return Ok(false);
+    };
+    // Indexes this node saved while it last served the tenant miss what another node
+    // wrote since: they are built again from the store.
+    if let Some(root) = &state.indexing.root {
+        let directory = root.join(id.as_str());
+        if directory.exists() {
+            if let Err(error) = std::fs::remove_dir_all(&directory) {
+                tracing::warn!(tenant = %id, %error, "old indexes could not be removed");
+            }
+        }
+    }
+    let handle = TenantHandle::new(record);
+    spawn_tenant(myself, state, &handle).await?;
+    state.tenants.insert(id, handle);
+    Ok(true)
 }
 
 /// Counts the tenant actor's failure and restarts it after the policy's back-off.

@@ -85,6 +85,10 @@ pub async fn start(service: &Memvault, settings: IntakeSettings) -> Result<Intak
         .run(Arc::new(kind), 1)
         .await
         .map_err(started)?;
+    let queue = files.parts.queue.clone();
+    service.on_adopt(Box::new(move || {
+        let _ = queue.rescan();
+    }));
     Ok(Intake { files })
 }
 

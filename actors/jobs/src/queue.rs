@@ -142,6 +142,15 @@ impl<K: JobKind> JobQueue<K> {
             .await;
     }
 
+    /// Asks the kind for its unfinished jobs again and queues those neither waiting nor
+    /// running: work that became this queue's after the start (several nodes: a tenant
+    /// this node took over from one that died).
+    pub fn rescan(&self) -> Result<(), JobError> {
+        self.supervisor
+            .cast(SupervisorMessage::Rescan)
+            .map_err(|_| JobError::Stopped(K::NAME))
+    }
+
     /// Ends the pause of `group` now: its jobs are due again (a setting that caused the
     /// failures has changed).
     pub fn resume(&self, group: &str) -> Result<(), JobError> {
@@ -305,6 +314,8 @@ enum SupervisorMessage<K: JobKind> {
     Resume(String),
     /// Work of a group done outside the queue; answers whether the group is paused.
     Report(String, Result<(), Failure>, ractor::RpcReplyPort<bool>),
+    /// Ask the kind for its unfinished jobs again and queue those not queued or running.
+    Rescan,
 }
 
 struct JobSupervisor<K>(PhantomData<fn() -> K>);
@@ -501,6 +512,33 @@ impl<K: JobKind> SupervisorState<K> {
         true
     }
 
+    /// Queues the kind's unfinished jobs that are neither waiting nor running.
+    async fn rescan(&mut self) {
+        let Some(kind) = self.kind.clone() else {
+            return;
+        };
+        let unfinished = match kind.unfinished().await {
+            Ok(unfinished) => unfinished,
+            Err(error) => {
+                tracing::warn!(kind = K::NAME, %error, "rescanning unfinished jobs failed");
+                return;
+            }
+        };
+        for pending in unfinished {
+            let known = self
+                .waiting
+                .values()
+                .any(|queued| queued.key == pending.key)
+                || self
+                    .busy
+                    .values()
+                    .any(|(_, running)| running.key == pending.key);
+            if !known {
+                self.enqueue(pending);
+            }
+        }
+    }
+
     /// Takes the kind: starts its workers and its tick, and queues its unfinished jobs
     /// but those already waiting.
     async fn start(
@@ -666,6 +704,7 @@ impl<K: JobKind> Actor for JobSupervisor<K> {
                 }
             }
             SupervisorMessage::Tick => {}
+            SupervisorMessage::Rescan => state.rescan().await,
             SupervisorMessage::Resume(group) => {
                 state.succeeded(&group);
             }

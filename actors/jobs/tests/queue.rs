@@ -470,3 +470,31 @@ async fn failures_stored_before_a_restart_count_toward_the_pause() {
     until("a done", || kind.record("a/1").state == "done").await;
     queue.stop().await;
 }
+
+#[tokio::test]
+async fn a_rescan_queues_new_unfinished_jobs_and_none_twice() {
+    let kind = Arc::new(Scripted::default());
+    kind.script("a/1", &[Step::Block]);
+    let queue = JobQueue::start(kind.clone(), 1).await.unwrap();
+    queue.submit("a/1".to_owned()).unwrap();
+    until("a/1 running", || kind.record("a/1").state == "running").await;
+    // Work that became this queue's after its start (a tenant taken over from a node that
+    // died) is listed unfinished, next to the job now running.
+    kind.unfinished
+        .lock()
+        .unwrap()
+        .extend(["a/1", "b/1"].map(|key| Pending::new(key.to_owned())));
+    queue.rescan().unwrap();
+    queue.rescan().unwrap();
+    kind.release.notify_one();
+    until("both done", || queue.metrics().done == 2).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        kind.record("a/1").started,
+        1,
+        "the running job is not queued again"
+    );
+    assert_eq!(kind.record("b/1").started, 1, "two rescans queue it once");
+    assert_eq!(queue.metrics().done, 2);
+    queue.stop().await;
+}

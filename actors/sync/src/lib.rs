@@ -80,6 +80,10 @@ pub async fn start(service: &Memvault, settings: ConnectorSettings) -> Result<Co
         .run(Arc::new(kind), workers)
         .await
         .map_err(started)?;
+    let queue = runtime.queue.clone();
+    service.on_adopt(Box::new(move || {
+        let _ = queue.rescan();
+    }));
     let ticking = connections.clone();
     service.scheduler().every(
         Recurring {

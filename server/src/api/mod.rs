@@ -140,6 +140,8 @@ pub struct AppState {
     /// The relay handoff's shared secret (none by default: it answers 503).
     #[from_ref(skip)]
     pub inbound_secret: email::InboundSecret,
+    /// Several nodes (`[cluster]`): this node, its leases and forwarding; `None`: alone.
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 impl AppState {
@@ -182,7 +184,14 @@ impl AppState {
             intake,
             inbound_secret: email::InboundSecret::default(),
             account_services: accounts,
+            cluster: None,
         }
+    }
+
+    /// As one node of several (`[cluster]`).
+    pub fn with_cluster(mut self, cluster: Option<Arc<crate::cluster::Cluster>>) -> Self {
+        self.cluster = cluster;
+        self
     }
 
     /// With the public account routes' limits (config `[account]`).
@@ -225,6 +234,12 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             ratelimit::limit,
+        ))
+        // Before the limiter: a request for an account another node serves is counted
+        // and limited there.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::cluster::route,
         ))
         .layer(CatchPanicLayer::custom(
             |_panic: Box<dyn std::any::Any + Send>| {

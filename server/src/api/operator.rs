@@ -134,6 +134,10 @@ pub struct MetricsResponse {
     pub recurring: Vec<RecurringSnapshot>,
     /// Restarts of failed supervised actors since the process started.
     pub actor_restarts: ActorRestartsResponse,
+    /// Several nodes (`[cluster]`): every node, the leases it holds (`tenant:<id>`) and
+    /// the jobs it runs as of its last heartbeat; absent on a server alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::cluster::ClusterView>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -194,6 +198,7 @@ impl MetricsResponse {
                 .map(|(kind, metrics)| (kind.to_owned(), metrics))
                 .collect(),
             recurring: operator.recurring_metrics(),
+            cluster: None,
             actor_restarts: {
                 let restarts = operator.actor_restarts();
                 ActorRestartsResponse {
@@ -220,21 +225,27 @@ pub async fn metrics(
     State(intake): State<Intake>,
     State(accounts): State<AccountServices>,
     _admin: Admin,
+    State(cluster): State<Option<Arc<crate::cluster::Cluster>>>,
     ApiQuery(query): ApiQuery<MetricsQuery>,
 ) -> ApiResult<Json<MetricsResponse>> {
+    let cluster = match cluster {
+        Some(cluster) => Some(
+            cluster
+                .view()
+                .await
+                .map_err(|error| ApiError::from(memvault_core::Error::Storage(error)))?,
+        ),
+        None => None,
+    };
     let metrics = operator.metrics();
     let snapshot = if query.reset.unwrap_or(false) {
         metrics.snapshot_and_reset()
     } else {
         metrics.snapshot()
     };
-    Ok(Json(MetricsResponse::new(
-        snapshot,
-        &operator,
-        &connections,
-        &intake,
-        &accounts,
-    )))
+    let mut response = MetricsResponse::new(snapshot, &operator, &connections, &intake, &accounts);
+    response.cluster = cluster;
+    Ok(Json(response))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

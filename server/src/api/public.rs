@@ -77,6 +77,30 @@ pub struct StatusResponse {
     /// What the supervisors find degraded now (parts that keep failing and are being
     /// restarted slowly, supervisors down); any of it makes `status` `degraded`.
     pub degraded: DegradedResponse,
+    /// Several nodes (`[cluster]`): the node that answered and every node with the
+    /// number of accounts it serves; absent on a server alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<StatusClusterResponse>,
+}
+
+/// Node ids and counts only: no addresses, no tenant data.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StatusClusterResponse {
+    /// The node that answered.
+    pub node: String,
+    pub nodes: Vec<StatusNodeResponse>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StatusNodeResponse {
+    pub id: String,
+    /// Whether its last heartbeat is within the lease time.
+    pub live: bool,
+    /// Accounts it holds the lease of.
+    pub tenants: usize,
+    /// Jobs queued and running on it, all kinds together, at its last heartbeat.
+    pub jobs_queued: u64,
+    pub jobs_running: u64,
 }
 
 /// Counts and kind names only: no tenant data.
@@ -116,8 +140,29 @@ impl From<Incident> for IncidentResponse {
 /// and incidents. Carries no tenant data.
 #[utoipa::path(get, path = "/status", tag = "public",
     responses((status = 200, body = StatusResponse)))]
-pub async fn status(State(status): State<Arc<StatusMonitor>>) -> Json<StatusResponse> {
+pub async fn status(
+    State(status): State<Arc<StatusMonitor>>,
+    State(cluster): State<Option<Arc<crate::cluster::Cluster>>>,
+) -> Json<StatusResponse> {
     let report = status.report();
+    // The status page answers even when the cluster's database does not.
+    let cluster = match cluster {
+        Some(cluster) => cluster.view().await.ok().map(|view| StatusClusterResponse {
+            node: view.node,
+            nodes: view
+                .nodes
+                .into_iter()
+                .map(|node| StatusNodeResponse {
+                    id: node.id,
+                    live: node.live,
+                    tenants: node.leases.len(),
+                    jobs_queued: node.stats.jobs.values().map(|jobs| jobs.queued).sum(),
+                    jobs_running: node.stats.jobs.values().map(|jobs| jobs.running).sum(),
+                })
+                .collect(),
+        }),
+        None => None,
+    };
     Json(StatusResponse {
         status: report.state,
         started_at: report.started_at,
@@ -132,6 +177,7 @@ pub async fn status(State(status): State<Arc<StatusMonitor>>) -> Json<StatusResp
             tasks: report.degraded.degraded_tasks,
             supervisors_down: report.degraded.supervisors_down,
         },
+        cluster,
     })
 }
 

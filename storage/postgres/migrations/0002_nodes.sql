@@ -6,7 +6,9 @@ CREATE TABLE nodes (
     id text COLLATE "C" PRIMARY KEY,
     advertise_url text NOT NULL,
     started_at timestamptz NOT NULL DEFAULT now(),
-    heartbeat_at timestamptz NOT NULL DEFAULT now()
+    heartbeat_at timestamptz NOT NULL DEFAULT now(),
+    -- What the node reported at its last heartbeat (JSON: its jobs, its requests).
+    stats text NOT NULL DEFAULT '{}'
 );
 
 -- Ownership with fencing. `name` is what is owned (`tenant:<id>` for a tenant's actors
@@ -24,3 +26,9 @@ CREATE TABLE leases (
     expires_at timestamptz NOT NULL
 );
 CREATE INDEX leases_by_node ON leases (node_id);
+
+-- Any node finds the tenant of a presented key (to send the request to the tenant's
+-- owner) by the key's hash, without loading the tenant.
+ALTER TABLE api_keys ADD COLUMN key_hash text COLLATE "C";
+UPDATE api_keys SET key_hash = convert_from(record, 'UTF8')::jsonb ->> 'key_hash';
+CREATE INDEX api_keys_by_hash ON api_keys (key_hash);

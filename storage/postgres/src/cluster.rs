@@ -52,6 +52,8 @@ pub struct NodeRecord {
     pub heartbeat_at: DateTime<Utc>,
     /// Seconds since its last heartbeat (the database's clock).
     pub silent_for: f64,
+    /// What it reported at its last heartbeat (JSON).
+    pub stats: String,
 }
 
 /// What a claim found.
@@ -191,6 +193,41 @@ impl PgStore {
         Ok(())
     }
 
+    /// Whether this node holds `name`, as far as it knows (claimed, and not found lost by
+    /// a heartbeat or a fenced write since).
+    pub fn holds(&self, name: &str) -> bool {
+        self.fence
+            .as_deref()
+            .is_some_and(|fence| fence.epoch(name).is_some())
+    }
+
+    /// Forgets every lease this node holds, without touching the database (it cannot be
+    /// reached): every fenced write fails until the next claim.
+    pub fn forget_leases(&self) {
+        if let Some(fence) = self.fence.as_deref() {
+            fence.keep(&HashMap::new());
+        }
+    }
+
+    /// The names of the leases this node holds, as far as it knows.
+    pub fn held_leases(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .fence
+            .as_deref()
+            .map(|fence| {
+                fence
+                    .held
+                    .read()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .keys()
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
     /// Registers this node (or refreshes its row) with the address other nodes forward to.
     pub fn register_node(&self, advertise_url: &str) -> Result<()> {
         let node = self.fence_of()?.node.clone();
@@ -207,7 +244,8 @@ impl PgStore {
     /// in one transaction. Returns the leases it had and no longer holds (taken by another
     /// node after they expired): their owner's state must be dropped at once. A lease the
     /// database still gives this node but the node no longer serves is left to expire.
-    pub fn heartbeat(&self, ttl: Duration) -> Result<Vec<String>> {
+    /// `stats` (JSON) is stored on the node's row for the other nodes to show.
+    pub fn heartbeat(&self, ttl: Duration, stats: &str) -> Result<Vec<String>> {
         let fence = self.fence_of()?;
         let held: Vec<String> = fence
             .held
@@ -220,8 +258,8 @@ impl PgStore {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(pg)?;
             tx.execute(
-                "UPDATE nodes SET heartbeat_at = now() WHERE id = $1",
-                &[&fence.node],
+                "UPDATE nodes SET heartbeat_at = now(), stats = $2 WHERE id = $1",
+                &[&fence.node, &stats],
             )
             .await
             .map_err(pg)?;
@@ -363,7 +401,7 @@ impl PgStore {
             let rows = client
                 .query(
                     "SELECT id, advertise_url, started_at, heartbeat_at,
-                         EXTRACT(EPOCH FROM now() - heartbeat_at)::float8
+                         EXTRACT(EPOCH FROM now() - heartbeat_at)::float8, stats
                      FROM nodes ORDER BY started_at, id",
                     &[],
                 )
@@ -377,8 +415,25 @@ impl PgStore {
                     started_at: row.get(2),
                     heartbeat_at: row.get(3),
                     silent_for: row.get(4),
+                    stats: row.get(5),
                 })
                 .collect())
+        })
+    }
+
+    /// The tenant whose key has this hash (hex SHA-256 of the secret), whatever the key's
+    /// state: the tenant's owner decides whether it authenticates.
+    pub fn tenant_of_key(&self, key_hash: &str) -> Result<Option<TenantId>> {
+        self.block(async {
+            let client = self.client().await?;
+            let row = client
+                .query_opt(
+                    "SELECT tenant_id FROM api_keys WHERE key_hash = $1 LIMIT 1",
+                    &[&key_hash],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(row.map(|row| TenantId::from_stored(row.get::<_, String>(0))))
         })
     }
 

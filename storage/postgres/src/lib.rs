@@ -817,9 +817,15 @@ impl MetaStore for PgStore {
     fn put_api_key(&self, key: &ApiKeyRecord) -> Result<()> {
         self.write(
             &key.tenant_id,
-            "INSERT INTO api_keys (tenant_id, id, record) VALUES ($1, $2, $3)
-             ON CONFLICT (tenant_id, id) DO UPDATE SET record = excluded.record",
-            &[&key.tenant_id.as_str(), &key.id, &encode(key)?],
+            "INSERT INTO api_keys (tenant_id, id, record, key_hash) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (tenant_id, id) DO UPDATE
+             SET record = excluded.record, key_hash = excluded.key_hash",
+            &[
+                &key.tenant_id.as_str(),
+                &key.id,
+                &encode(key)?,
+                &key.key_hash,
+            ],
         )?;
         Ok(())
     }

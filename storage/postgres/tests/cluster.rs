@@ -46,7 +46,7 @@ fn a_lease_has_one_holder_until_it_expires() {
     }
     // Renewing, by a claim or a heartbeat, keeps the epoch.
     assert_eq!(held(a.claim("tenant:t1", short).unwrap()), 1);
-    assert_eq!(a.heartbeat(short).unwrap(), Vec::<String>::new());
+    assert_eq!(a.heartbeat(short, "{}").unwrap(), Vec::<String>::new());
     assert_eq!(a.lease("tenant:t1").unwrap().unwrap().epoch, 1);
 
     // a stops renewing (paused); once the lease expires, b takes it at the next epoch.
@@ -54,7 +54,10 @@ fn a_lease_has_one_holder_until_it_expires() {
     assert!(!b.lease("tenant:t1").unwrap().unwrap().live);
     assert_eq!(held(b.claim("tenant:t1", LONG).unwrap()), 2);
     // a's next heartbeat learns it lost the lease, and renews nothing of b's.
-    assert_eq!(a.heartbeat(LONG).unwrap(), vec!["tenant:t1".to_owned()]);
+    assert_eq!(
+        a.heartbeat(LONG, "{}").unwrap(),
+        vec!["tenant:t1".to_owned()]
+    );
     let lease = a.lease("tenant:t1").unwrap().unwrap();
     assert_eq!((lease.node.as_str(), lease.epoch), ("b", 2));
     assert!(matches!(
@@ -169,11 +172,36 @@ fn silent_nodes_are_forgotten() {
     let a = node(database.url(), "a");
     let _b = node(database.url(), "b");
     std::thread::sleep(Duration::from_millis(300));
-    a.heartbeat(LONG).unwrap();
+    a.heartbeat(LONG, "{}").unwrap();
     assert_eq!(
         a.forget_silent_nodes(Duration::from_millis(200)).unwrap(),
         1
     );
     let nodes: Vec<String> = a.nodes().unwrap().into_iter().map(|node| node.id).collect();
     assert_eq!(nodes, ["a"]);
+}
+
+#[test]
+fn any_node_finds_the_tenant_of_a_key_by_its_hash() {
+    let database = memvault_test_postgres::fresh_database();
+    let a = node(database.url(), "a");
+    let tenant = sample_tenant("keyed");
+    a.put_tenant(&tenant).unwrap();
+    held(a.claim(&tenant_lease(&tenant.id), LONG).unwrap());
+    let key = memvault_storage::ApiKeyRecord {
+        id: "key_1".to_owned(),
+        tenant_id: tenant.id.clone(),
+        label: "default".to_owned(),
+        key_hash: "ab".repeat(32),
+        display_prefix: "mv_abcd".to_owned(),
+        read_only: false,
+        owner: true,
+        created_at: chrono::Utc::now(),
+        revoked_at: None,
+        expires_at: None,
+    };
+    a.put_api_key(&key).unwrap();
+    let b = node(database.url(), "b");
+    assert_eq!(b.tenant_of_key(&key.key_hash).unwrap(), Some(tenant.id));
+    assert_eq!(b.tenant_of_key("0000").unwrap(), None);
 }

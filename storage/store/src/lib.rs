@@ -59,7 +59,7 @@ pub use records::{
     ImportCollectionRecord, ImportItemRecord, ImportJobRecord, ImportPayload, ImportSkipRecord,
     ImportState,
 };
-pub use routed::{copy_tenant_data, CopyProgress, RoutedStore};
+pub use routed::{copy_tenant_data, CopyProgress, RoutedStore, ServedTenants};
 pub use sled_store::SledStore;
 pub use store::{
     AccountStore, AuditStore, ConnectorStore, ImportStore, IngestStore, JobStore, MemoryStore,

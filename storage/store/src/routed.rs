@@ -60,7 +60,13 @@ pub struct CopyProgress {
 pub struct RoutedStore {
     platform: Arc<dyn Store>,
     routes: RwLock<HashMap<TenantId, Arc<Route>>>,
+    /// Several nodes: the tenants whose queued work this node resumes (see
+    /// [`RoutedStore::serve_only`]); `None` (one node) resumes everyone's.
+    served: RwLock<Option<ServedTenants>>,
 }
+
+/// Whether this node serves a tenant (several nodes: it holds the tenant's lease).
+pub type ServedTenants = Arc<dyn Fn(&TenantId) -> bool + Send + Sync>;
 
 fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     lock.read()
@@ -77,7 +83,24 @@ impl RoutedStore {
         Self {
             platform,
             routes: RwLock::new(HashMap::new()),
+            served: RwLock::new(None),
         }
+    }
+
+    /// Several nodes: the scans of queued work (`unfinished_jobs`, `unfinished_batches`,
+    /// `unfinished_imports`, `pending_deliveries`, `all_connections`, and `pending_mails`
+    /// about a tenant) list only the tenants `served` says this node serves, so each
+    /// node's job queues resume its own tenants' work and nobody else's.
+    pub fn serve_only(&self, served: ServedTenants) {
+        *write(&self.served) = Some(served);
+    }
+
+    /// Keeps the rows of the tenants this node serves.
+    fn served<T>(&self, mut rows: Vec<T>, tenant_of: impl Fn(&T) -> Option<&TenantId>) -> Vec<T> {
+        if let Some(served) = &*read(&self.served) {
+            rows.retain(|row| tenant_of(row).is_none_or(|tenant| served(tenant)));
+        }
+        rows
     }
 
     /// The platform store itself (the tenants' accounts, every unrouted tenant's data).
@@ -342,7 +365,7 @@ impl JobStore for RoutedStore {
             |store| store.unfinished_jobs(),
         )?;
         jobs.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
-        Ok(jobs)
+        Ok(self.served(jobs, |job| Some(&job.tenant_id)))
     }
     fn jobs_of(&self, tenant: &TenantId) -> Result<Vec<ExtractJobRecord>> {
         self.data(tenant, |store| store.jobs_of(tenant))
@@ -449,7 +472,11 @@ impl OutboxStore for RoutedStore {
         self.platform.delivery(tenant, id)
     }
     fn pending_deliveries(&self) -> Result<Vec<OutboxDelivery>> {
-        self.platform.pending_deliveries()
+        Ok(
+            self.served(self.platform.pending_deliveries()?, |delivery| {
+                Some(&delivery.tenant_id)
+            }),
+        )
     }
     fn delete_delivery(&self, tenant: &TenantId, id: &str) -> Result<()> {
         self.platform.delete_delivery(tenant, id)
@@ -489,7 +516,7 @@ impl IngestStore for RoutedStore {
             |store| store.unfinished_batches(),
         )?;
         batches.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
-        Ok(batches)
+        Ok(self.served(batches, |batch| Some(&batch.tenant_id)))
     }
     fn batches_of(&self, tenant: &TenantId) -> Result<Vec<IngestBatchRecord>> {
         self.data(tenant, |store| store.batches_of(tenant))
@@ -518,7 +545,7 @@ impl ImportStore for RoutedStore {
             |store| store.unfinished_imports(),
         )?;
         jobs.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
-        Ok(jobs)
+        Ok(self.served(jobs, |job| Some(&job.tenant_id)))
     }
     fn imports_of(&self, tenant: &TenantId) -> Result<Vec<ImportJobRecord>> {
         self.data(tenant, |store| store.imports_of(tenant))
@@ -533,7 +560,9 @@ impl AccountStore for RoutedStore {
         self.platform.mail(id)
     }
     fn pending_mails(&self) -> Result<Vec<MailRecord>> {
-        self.platform.pending_mails()
+        Ok(self.served(self.platform.pending_mails()?, |mail| {
+            mail.tenant_id.as_ref()
+        }))
     }
     fn delete_mail(&self, id: &str) -> Result<()> {
         self.platform.delete_mail(id)
@@ -597,7 +626,9 @@ impl ConnectorStore for RoutedStore {
         self.platform.connections(tenant)
     }
     fn all_connections(&self) -> Result<Vec<ConnectionRecord>> {
-        self.platform.all_connections()
+        Ok(self.served(self.platform.all_connections()?, |connection| {
+            Some(&connection.tenant_id)
+        }))
     }
     fn delete_connection(&self, tenant: &TenantId, id: &str) -> Result<bool> {
         self.platform.delete_connection(tenant, id)

@@ -120,6 +120,7 @@ make_error_codes! {
     ExtractionUnavailable = ("extraction_unavailable", 503, "The extraction queue is not running.");
     DatabaseUnavailable = ("database_unavailable", 503, "The database holding this data (the platform's Postgres, or the account's own database) did not answer; retry shortly.");
     OwnershipMoved = ("ownership_moved", 503, "Several nodes: another node took over this account while the request ran here, and nothing of it was written; retry (any node sends it to the new owner).");
+    OwnerUnreachable = ("owner_unreachable", 503, "Several nodes: the node that serves this account did not answer; another node takes the account over within the lease time (10 s by default); retry.");
     StorageUnavailable = ("storage_unavailable", 503, "The file storage (local directory or S3 bucket) failed; retry shortly.");
     MailNotConfigured = ("mail_not_configured", 503, "The server sends no mail, so signup and key recovery are off.");
     OauthNotConfigured = ("oauth_not_configured", 503, "The server has no OAuth app for this provider (connectors.<provider>.client_id and client_secret).");

@@ -31,7 +31,13 @@ pub struct Background {
     pub(super) events: EventBroker,
     /// Recurring work: job and audit pruning, the status self-checks.
     pub(super) scheduler: Arc<Scheduler>,
+    /// The rescans of the queues above core (intake, sync, accounts), which register
+    /// them with [`super::Memvault::on_adopt`].
+    pub(super) rescans: Arc<std::sync::Mutex<Vec<Rescan>>>,
 }
+
+/// Queues a job queue's unfinished jobs again ([`memvault_jobs::JobQueue::rescan`]).
+pub type Rescan = Box<dyn Fn() + Send + Sync>;
 
 impl Background {
     /// Every job kind's counters, since the process started.
@@ -67,6 +73,23 @@ impl Background {
             .filter(|(_, running)| !running)
             .map(|(kind, _)| kind)
             .collect()
+    }
+
+    /// Several nodes: every queue asks its kind for unfinished jobs again, so the work of
+    /// a tenant this node has just taken over resumes here.
+    pub(crate) fn rescan(&self) {
+        let _ = self.extraction.rescan();
+        let _ = self.webhooks.rescan();
+        let _ = self.reembed.rescan();
+        let _ = self.import.rescan();
+        for rescan in self
+            .rescans
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+        {
+            rescan();
+        }
     }
 
     /// The resident loops.

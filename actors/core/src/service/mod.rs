@@ -120,6 +120,9 @@ pub struct ServiceConfig {
     pub restarts: memvault_types::RestartPolicy,
     /// Tenants' own databases (`database/config`); `None`: not offered (503).
     pub databases: Option<DatabaseSupport>,
+    /// Several nodes: which tenants this node serves (none is loaded at start; each is
+    /// loaded when claimed, [`Memvault::adopt_tenant`]). `None`: one node, all of them.
+    pub ownership: Option<Arc<dyn crate::cluster::TenantOwnership>>,
 }
 
 /// The blob store files go to, and the signer that checks the presigned URLs memvault
@@ -178,6 +181,7 @@ impl Default for ServiceConfig {
             tiers: memvault_types::tiers::Tiers::default(),
             restarts: memvault_types::RestartPolicy::ACTORS,
             databases: None,
+            ownership: None,
         }
     }
 }
@@ -336,6 +340,10 @@ impl Memvault {
         // Every call about a tenant's data goes where that tenant keeps it; the tenants
         // whose data is in their own database are opened before the actors load it.
         let routed = Arc::new(memvault_storage::RoutedStore::new(store));
+        if let Some(ownership) = &config.ownership {
+            let ownership = ownership.clone();
+            routed.serve_only(Arc::new(move |tenant| ownership.holds(tenant)));
+        }
         if let Some(support) = &config.databases {
             database::open_routes(
                 &routed,
@@ -359,6 +367,7 @@ impl Memvault {
             tenants: tenants.clone(),
             events: events.clone(),
             restarts: config.restarts,
+            ownership: config.ownership.clone(),
         };
         let intelligence = intelligence::Intelligence::new(config.intelligence.clone())?;
         let (root, _) =
@@ -462,6 +471,7 @@ impl Memvault {
             webhook_recorder: Arc::new(recorder),
             events,
             scheduler,
+            rescans: Arc::default(),
         };
 
         // The shared parts.
@@ -628,6 +638,50 @@ impl Memvault {
                 internal,
             }),
         })
+    }
+
+    /// Several nodes: loads `tenant`, which this node has just claimed, and has every job
+    /// queue look for its unfinished work. Whether it is served here now (false: no such
+    /// tenant, or one being erased).
+    pub async fn adopt_tenant(&self, tenant: &TenantId) -> Result<bool> {
+        if self.has_tenant(tenant) {
+            return Ok(true);
+        }
+        let id = tenant.clone();
+        let adopted = self
+            .services
+            .tree
+            .call_root(|reply| crate::root::RootMessage::AdoptTenant { id, reply })
+            .await?;
+        if adopted {
+            self.services.background.rescan();
+        }
+        Ok(adopted)
+    }
+
+    /// Several nodes: stops serving `tenant` (another node holds it now): its actors stop
+    /// and its keys no longer authenticate here.
+    pub async fn let_go_tenant(&self, tenant: &TenantId) {
+        self.services.tree.remove_tenant(tenant).await;
+    }
+
+    /// Registers the rescan of a job queue above core, run when a tenant is adopted.
+    pub fn on_adopt(&self, rescan: Box<dyn Fn() + Send + Sync>) {
+        self.services
+            .background
+            .rescans
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(rescan);
+    }
+
+    /// How many collections a loaded tenant has (`None`: not loaded here).
+    pub fn collection_count(&self, tenant: &TenantId) -> Option<usize> {
+        self.services
+            .tree
+            .tenant_handle(tenant)
+            .ok()
+            .map(|handle| handle.snapshot().collections.len())
     }
 
     /// Whether the tenant is loaded (not unknown, not being erased).

@@ -11,6 +11,7 @@ use super::tree::Tree;
 use super::Placement;
 use crate::agent::{generate_key_secret, new_key_record, KeyRole, KEY_PREFIX};
 use crate::audit::AuditLog;
+use crate::call::blocking;
 use crate::error::{Error, Result};
 use crate::root::RootMessage;
 use crate::tenant::{RecordChange, SettingsChange, TenantMessage};
@@ -62,7 +63,10 @@ impl Tenants {
     /// On an empty store, creates the admin-flagged tenant. A supplied key must start
     /// with `mv_`; without one a key is generated and returned for printing.
     pub async fn bootstrap(&self, supplied_key: Option<String>) -> Result<BootstrapOutcome> {
-        if !self.tree.tenants().is_empty() {
+        // The store, not the loaded tenants: with several nodes, none is loaded at start.
+        let store = self.store.clone();
+        let stored = blocking(move || store.tenants()).await?;
+        if stored.iter().any(|tenant| tenant.erasing_since.is_none()) {
             return Ok(BootstrapOutcome::AlreadyBootstrapped);
         }
         if let Some(key) = &supplied_key {
@@ -91,7 +95,7 @@ impl Tenants {
 
     /// Creates a tenant and its first key; returns the record and the key, shown once.
     pub async fn create(&self, new: NewTenant) -> Result<(TenantRecord, String)> {
-        if self.tree.tenant_by_email(&new.email).is_some() {
+        if self.tenant_by_email(&new.email).await?.is_some() {
             return Err(Error::TenantExists {
                 email: new.email.clone(),
             });
@@ -137,6 +141,19 @@ impl Tenants {
     /// The tenant's settings as last published.
     pub fn settings(&self, tenant: &TenantId) -> Result<Arc<TenantSettings>> {
         Ok(self.tree.tenant_handle(tenant)?.snapshot().settings.clone())
+    }
+
+    /// The stored tenant (not being erased) whose email is `email`, compared without case:
+    /// with several nodes, the tenants another node serves are not loaded here.
+    async fn tenant_by_email(&self, email: &str) -> Result<Option<TenantRecord>> {
+        if let Some(loaded) = self.tree.tenant_by_email(email) {
+            return Ok(Some(loaded));
+        }
+        let store = self.store.clone();
+        let stored = blocking(move || store.tenants()).await?;
+        Ok(stored.into_iter().find(|tenant| {
+            tenant.erasing_since.is_none() && tenant.email.eq_ignore_ascii_case(email)
+        }))
     }
 
     /// The loaded tenant whose email is `email` (compared without case).

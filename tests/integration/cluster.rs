@@ -1,0 +1,260 @@
+//! Several nodes: three real `memvault` processes on loopback share one real Postgres
+//! (`[cluster]`). Requests for an account go to the node that holds its lease wherever
+//! they arrive; a revoked key stops working on every node at once; after `kill -9` of
+//! the node serving a busy collection, every acknowledged write is still there and
+//! writes resume on another node within 15 seconds.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::{expect_status, memories_path, temp_data_dir, Client, ServerProcess};
+
+const ADMIN_KEY: &str = "mv_cluster_bootstrap_key_0123456789abcdef";
+const SECRET: &str = "cluster-secret-0123456789";
+const NODE: &str = "x-memvault-node";
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Node {
+    process: ServerProcess,
+    _data: tempfile::TempDir,
+}
+
+fn start_node(url: &str, name: &str) -> Node {
+    let (data, data_dir) = temp_data_dir();
+    let port = free_port();
+    let advertise = format!("http://127.0.0.1:{port}");
+    let environment = [
+        ("MEMVAULT_BOOTSTRAP_KEY", ADMIN_KEY),
+        ("MEMVAULT__STORE__BACKEND", "postgres"),
+        ("MEMVAULT__STORE__URL", url),
+        ("MEMVAULT__CLUSTER__ADVERTISE_URL", advertise.as_str()),
+        ("MEMVAULT__CLUSTER__SECRET", SECRET),
+        ("MEMVAULT__CLUSTER__NODE_NAME", name),
+        (
+            "MEMVAULT__SECURITY__ENCRYPTION_KEY",
+            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+        ),
+    ];
+    let process = ServerProcess::start_on(&data_dir, &format!("127.0.0.1:{port}"), &environment)
+        .expect("a node starts");
+    Node {
+        process,
+        _data: data,
+    }
+}
+
+/// `/v1/status` as `node` answers it (no key: never forwarded).
+fn status_of(node: &Node) -> Value {
+    expect_status(
+        Client::new(&node.process.base_url, None).get("/v1/status"),
+        200,
+    )
+}
+
+/// Which node answered.
+fn answered_by(response: &reqwest::blocking::Response) -> String {
+    response
+        .headers()
+        .get(NODE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn new_tenant(node: &Node, name: &str) -> String {
+    let admin = node.process.client(ADMIN_KEY);
+    let body = expect_status(
+        admin.post(
+            "/v1/memory/admin/tenants",
+            &json!({"name": name, "email": format!("{name}@example.com")}),
+        ),
+        201,
+    );
+    body["api_key"].as_str().unwrap().to_owned()
+}
+
+fn ids_of(client: &Client, collection: &str) -> BTreeSet<String> {
+    let body = expect_status(
+        client.get(&format!("{}?limit=200", memories_path(collection))),
+        200,
+    );
+    body.as_array()
+        .unwrap()
+        .iter()
+        .map(|memory| memory["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn three_nodes_serve_each_account_on_one_node_and_survive_a_kill() {
+    let database = memvault_test_postgres::fresh_database();
+    let url = database.url().to_owned();
+    // The first node bootstraps the admin account; the others find it.
+    let mut nodes = vec![start_node(&url, "one")];
+    nodes.push(start_node(&url, "two"));
+    nodes.push(start_node(&url, "three"));
+
+    let status = status_of(&nodes[2]);
+    let live: Vec<&Value> = status["cluster"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|node| node["live"] == true)
+        .collect();
+    assert_eq!(live.len(), 3, "{status}");
+
+    // Three accounts, each created through a different node.
+    let keys: Vec<String> = (0..3)
+        .map(|index| new_tenant(&nodes[index], &format!("cluster-{index}")))
+        .collect();
+
+    // Writes and searches spread over all three nodes: every account is served by one
+    // node, whichever node the request reached.
+    let mut acknowledged: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    let mut owners: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
+    for round in 0..6 {
+        for (account, key) in keys.iter().enumerate() {
+            let node = &nodes[(round + account) % 3];
+            let client = node.process.client(key);
+            let response = client.post(
+                &memories_path("notes"),
+                &json!({"text": format!("account {account} note {round} about harbours")}),
+            );
+            owners
+                .entry(account)
+                .or_default()
+                .insert(answered_by(&response));
+            let created = expect_status(response, 201);
+            acknowledged
+                .entry(account)
+                .or_default()
+                .push(created["id"].as_str().unwrap().to_owned());
+            let response = client.post(
+                "/v1/memory/collections/notes/search",
+                &json!({"query": "harbours", "limit": 50}),
+            );
+            owners
+                .entry(account)
+                .or_default()
+                .insert(answered_by(&response));
+            let found = expect_status(response, 200);
+            assert_eq!(
+                found["results"].as_array().unwrap().len(),
+                round + 1,
+                "search on any node sees every write: {found}"
+            );
+        }
+    }
+    for (account, answered) in &owners {
+        assert_eq!(
+            answered.len(),
+            1,
+            "account {account} answered by {answered:?}"
+        );
+    }
+
+    // A revoked key stops working on every node at once.
+    let owner_client = nodes[0].process.client(&keys[0]);
+    let created = expect_status(
+        owner_client.post("/v1/memory/keys", &json!({"label": "short-lived"})),
+        201,
+    );
+    let secret = created["key"].as_str().unwrap().to_owned();
+    let key_id = created["id"].as_str().unwrap().to_owned();
+    for node in &nodes {
+        expect_status(node.process.client(&secret).get("/v1/memory/admin/me"), 200);
+    }
+    expect_status(
+        nodes[1]
+            .process
+            .client(&keys[0])
+            .delete(&format!("/v1/memory/keys/{key_id}")),
+        200,
+    );
+    for node in &nodes {
+        expect_status(node.process.client(&secret).get("/v1/memory/admin/me"), 401);
+    }
+
+    // kill -9 the node serving account 0's busy collection.
+    let owner = owners[&0].iter().next().unwrap().clone();
+    let victim = nodes
+        .iter()
+        .position(|node| status_of(node)["cluster"]["node"] == owner.as_str())
+        .expect("the owner is one of the three");
+    nodes[victim].process.kill_hard();
+    let killed_at = Instant::now();
+    let survivors: Vec<&Node> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| *index != victim)
+        .map(|(_, node)| node)
+        .collect();
+
+    // Writes to that collection, alternating over the survivors, resume within 15 s.
+    let mut attempt = 0;
+    let resumed_after = loop {
+        let client = survivors[attempt % 2].process.client(&keys[0]);
+        attempt += 1;
+        let response = client.post(
+            &memories_path("notes"),
+            &json!({"text": format!("after the kill, attempt {attempt}")}),
+        );
+        if response.status().as_u16() == 201 {
+            let new_owner = answered_by(&response);
+            assert_ne!(new_owner, owner);
+            let created: Value = response.json().unwrap();
+            acknowledged
+                .get_mut(&0)
+                .unwrap()
+                .push(created["id"].as_str().unwrap().to_owned());
+            break killed_at.elapsed();
+        }
+        let status = response.status().as_u16();
+        let body: Value = response.json().unwrap_or_default();
+        assert_eq!(status, 503, "only 503 while the account moves: {body}");
+        assert!(
+            killed_at.elapsed() < Duration::from_secs(15),
+            "writes did not resume within 15 s: last answer {status} {body}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    eprintln!(
+        "writes resumed {} ms after kill -9",
+        resumed_after.as_millis()
+    );
+
+    // Every acknowledged write is there, on whichever survivor is asked, and search
+    // finds them all.
+    for (account, key) in keys.iter().enumerate() {
+        for node in &survivors {
+            let client = node.process.client(key);
+            let expected: BTreeSet<String> = acknowledged[&account].iter().cloned().collect();
+            assert_eq!(ids_of(&client, "notes"), expected, "account {account}");
+            let found = expect_status(
+                client.post(
+                    "/v1/memory/collections/notes/search",
+                    &json!({"query": "harbours", "limit": 50}),
+                ),
+                200,
+            );
+            assert_eq!(found["results"].as_array().unwrap().len(), 6);
+        }
+    }
+    let status = status_of(survivors[0]);
+    let live = status["cluster"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|node| node["live"] == true)
+        .count();
+    assert_eq!(live, 2, "{status}");
+}
