@@ -51,6 +51,11 @@ use crate::config::ClusterConfig;
 pub const NODE_SECRET_HEADER: &str = "x-memvault-node-secret";
 /// Carries the client's address on a forwarded request.
 pub const CLIENT_HEADER: &str = "x-memvault-client";
+/// How many nodes a forwarded request has passed (at most [`MAX_HOPS`]).
+pub const HOPS_HEADER: &str = "x-memvault-hops";
+/// A request is forwarded at most this many times (an account moving while a request is
+/// on its way may send it on once more).
+const MAX_HOPS: u8 = 2;
 /// Which node answered (on every answer of a node of several).
 pub const NODE_HEADER: &str = "x-memvault-node";
 
@@ -309,7 +314,6 @@ impl Cluster {
                     if !live.is_empty() {
                         *lock(&self.live) = live;
                     }
-                    self.hand_off_new_tenants().await;
                     for name in lost {
                         if let Some(tenant) = name.strip_prefix("tenant:") {
                             tracing::warn!(node = %self.node, %tenant, "lease lost; letting the tenant go");
@@ -346,34 +350,6 @@ impl Cluster {
             .iter()
             .max_by_key(|(node, _)| sha2::Sha256::digest(format!("{node}\n{tenant}").as_bytes()))
             .cloned()
-    }
-
-    /// Accounts created here stay here until the next heartbeat; one that has no
-    /// collection yet (so no memory, no queued job, no event) and whose rendezvous node is
-    /// another live node is handed to it: released, then let go here. Its next request
-    /// goes there from any node.
-    async fn hand_off_new_tenants(&self) {
-        let Some(service) = self.service.get() else {
-            return;
-        };
-        for name in self.store.held_leases() {
-            let Some(raw) = name.strip_prefix("tenant:") else {
-                continue;
-            };
-            let tenant = TenantId::from_stored(raw);
-            let elsewhere = self
-                .rendezvous(&tenant)
-                .is_some_and(|(node, _)| node != self.node);
-            if !elsewhere || service.collection_count(&tenant) != Some(0) {
-                continue;
-            }
-            let store = self.store.clone();
-            let released = tokio::task::spawn_blocking(move || store.release(&name)).await;
-            if matches!(released, Ok(Ok(()))) {
-                tracing::info!(node = %self.node, %tenant, "new account handed to its node");
-                self.let_go(&tenant).await;
-            }
-        }
     }
 
     async fn let_go(&self, tenant: &TenantId) {
@@ -501,7 +477,7 @@ impl Cluster {
     }
 
     /// Sends the request to the node at `base` and streams its answer back.
-    async fn forward(&self, base: &str, request: Request, client: String) -> Response {
+    async fn forward(&self, base: &str, request: Request, client: String, hops: u8) -> Response {
         let (parts, body) = request.into_parts();
         let path = parts
             .uri
@@ -519,7 +495,8 @@ impl Cluster {
         }
         outgoing = outgoing
             .header(NODE_SECRET_HEADER, &*self.secret)
-            .header(CLIENT_HEADER, client);
+            .header(CLIENT_HEADER, client)
+            .header(HOPS_HEADER, hops.to_string());
         match outgoing.send().await {
             Ok(answer) => {
                 self.counters.forwarded.fetch_add(1, Ordering::Relaxed);
@@ -608,6 +585,17 @@ impl TenantOwnership for Cluster {
     fn holds(&self, tenant: &TenantId) -> bool {
         self.trusted() && self.store.holds(&tenant_lease(tenant))
     }
+
+    fn hand_off(&self, tenant: &TenantId) -> Result<bool, StorageError> {
+        let elsewhere = self
+            .rendezvous(tenant)
+            .is_some_and(|(node, _)| node != self.node);
+        if elsewhere {
+            self.store.release(&tenant_lease(tenant))?;
+            tracing::info!(node = %self.node, %tenant, "new account left to its rendezvous node");
+        }
+        Ok(elsewhere)
+    }
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -659,6 +647,15 @@ pub async fn route(State(state): State<AppState>, mut request: Request, next: Ne
         return next.run(request).await;
     };
     let from_node = cluster.is_forwarded(request.headers());
+    let hops: u8 = match from_node {
+        true => request
+            .headers()
+            .get(HOPS_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse().ok())
+            .unwrap_or(1),
+        false => 0,
+    };
     if from_node {
         // The client is the one the forwarding node saw, not that node.
         let client = request
@@ -675,6 +672,7 @@ pub async fn route(State(state): State<AppState>, mut request: Request, next: Ne
     }
     request.headers_mut().remove(NODE_SECRET_HEADER);
     request.headers_mut().remove(CLIENT_HEADER);
+    request.headers_mut().remove(HOPS_HEADER);
     let place = match bearer(request.headers()) {
         Some(secret) => cluster.place(&secret, from_node).await,
         None => Place::Here,
@@ -684,8 +682,8 @@ pub async fn route(State(state): State<AppState>, mut request: Request, next: Ne
             cluster.counters.served.fetch_add(1, Ordering::Relaxed);
             next.run(request).await
         }
-        // A forwarded request is never forwarded again: the lease moved meanwhile.
-        Place::Owner(_) if from_node => unavailable(
+        // The account moved while the request was on its way, again and again.
+        Place::Owner(_) if hops >= MAX_HOPS => unavailable(
             "ownership_moved",
             "the account moved to another node while the request was on its way; retry".to_owned(),
         ),
@@ -696,7 +694,7 @@ pub async fn route(State(state): State<AppState>, mut request: Request, next: Ne
                 &state.trusted_proxies,
             )
             .0;
-            cluster.forward(&owner, request, client).await
+            cluster.forward(&owner, request, client, hops + 1).await
         }
         Place::Unavailable(reason) => {
             tracing::warn!(node = %cluster.node, %reason, "cannot place the request");

@@ -114,8 +114,15 @@ impl Accounts {
                 tier: "free".to_owned(),
                 admin: false,
             };
-            let (record, _unseen_key) = self.tenants.create(new).await?;
-            record
+            match self.tenants.create(new).await {
+                Ok((record, _unseen_key)) => record,
+                // Several nodes: a tenant this node does not serve has the email.
+                Err(Error::TenantExists { .. }) => {
+                    tracing::info!("signup for an email that has a tenant; nothing sent");
+                    return Ok(());
+                }
+                Err(error) => return Err(error),
+            }
         };
         tracing::info!(tenant = %created.id, "tenant signed up");
         self.send_link(queue, &created, RevealPurpose::Signup).await

@@ -16,4 +16,9 @@ pub trait TenantOwnership: std::fmt::Debug + Send + Sync + 'static {
 
     /// Whether this node holds `tenant`'s lease now (as last claimed or renewed).
     fn holds(&self, tenant: &TenantId) -> bool;
+
+    /// A tenant just created here, whose key nobody has seen yet (so no request for it
+    /// can be under way): when another node should serve it, releases its lease and
+    /// answers true; its first request then goes there. Blocking.
+    fn hand_off(&self, tenant: &TenantId) -> Result<bool, StorageError>;
 }

@@ -125,6 +125,20 @@ async fn create_tenant(
         reason: error.to_string(),
     })??;
     let handle = TenantHandle::new(record.clone());
+    // Several nodes: a new tenant may belong on another node, which loads it at its first
+    // request.
+    if let Some(ownership) = state.ownership.clone() {
+        let id = record.id.clone();
+        let handed_off = tokio::task::spawn_blocking(move || ownership.hand_off(&id))
+            .await
+            .map_err(|error| Error::TaskFailed {
+                task: "storage task",
+                reason: error.to_string(),
+            })??;
+        if handed_off {
+            return Ok(handle);
+        }
+    }
     spawn_tenant(myself, state, &handle).await?;
     state.tenants.insert(record.id, handle.clone());
     Ok(handle)

@@ -101,15 +101,26 @@ impl Fence {
             .remove(name);
     }
 
-    /// Keeps only the leases `renewed` lists at the epochs it gives; returns the others.
-    fn keep(&self, renewed: &HashMap<String, i64>) -> Vec<String> {
+    fn forget_all(&self) {
+        self.held
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clear();
+    }
+
+    /// Of the leases `asked` (held when a renewal started; one claimed since is not
+    /// among them), keeps those `renewed` lists at the same epoch; forgets and returns the
+    /// others.
+    fn keep(&self, asked: &HashMap<String, i64>, renewed: &HashMap<String, i64>) -> Vec<String> {
         let mut held = self
             .held
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let lost: Vec<String> = held
             .iter()
-            .filter(|(name, epoch)| renewed.get(*name) != Some(epoch))
+            .filter(|(name, epoch)| {
+                asked.get(*name) == Some(epoch) && renewed.get(*name) != Some(epoch)
+            })
             .map(|(name, _)| name.clone())
             .collect();
         for name in &lost {
@@ -205,7 +216,7 @@ impl PgStore {
     /// reached): every fenced write fails until the next claim.
     pub fn forget_leases(&self) {
         if let Some(fence) = self.fence.as_deref() {
-            fence.keep(&HashMap::new());
+            fence.forget_all();
         }
     }
 
@@ -247,13 +258,12 @@ impl PgStore {
     /// `stats` (JSON) is stored on the node's row for the other nodes to show.
     pub fn heartbeat(&self, ttl: Duration, stats: &str) -> Result<Vec<String>> {
         let fence = self.fence_of()?;
-        let held: Vec<String> = fence
+        let asked: HashMap<String, i64> = fence
             .held
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .keys()
-            .cloned()
-            .collect();
+            .clone();
+        let held: Vec<String> = asked.keys().cloned().collect();
         let renewed = self.block(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(pg)?;
@@ -277,7 +287,7 @@ impl PgStore {
                 .map(|row| (row.get::<_, String>(0), row.get::<_, i64>(1)))
                 .collect::<HashMap<_, _>>())
         })?;
-        Ok(fence.keep(&renewed))
+        Ok(fence.keep(&asked, &renewed))
     }
 
     /// Claims `name` for `ttl` when it is free (never claimed, released or expired) or
@@ -339,7 +349,7 @@ impl PgStore {
     /// Leaves the cluster: releases every lease this node holds and removes its row.
     pub fn leave(&self) -> Result<()> {
         let fence = self.fence_of()?;
-        fence.keep(&HashMap::new());
+        fence.forget_all();
         self.block(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await.map_err(pg)?;
@@ -443,5 +453,28 @@ impl PgStore {
             "DELETE FROM nodes WHERE heartbeat_at < now() - $1 * interval '1 millisecond'",
             &[&millis(silence)],
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_claimed_while_a_heartbeat_runs_is_kept() {
+        let fence = Fence::new("a");
+        fence.hold("tenant:old", 1);
+        fence.hold("tenant:moved", 3);
+        let asked = fence.held.read().unwrap().clone();
+        // Claimed after the heartbeat read what to renew: not renewed this time, not lost.
+        fence.hold("tenant:new", 1);
+        let renewed = HashMap::from([("tenant:old".to_owned(), 1), ("tenant:moved".to_owned(), 4)]);
+        assert_eq!(
+            fence.keep(&asked, &renewed),
+            vec!["tenant:moved".to_owned()]
+        );
+        assert_eq!(fence.epoch("tenant:new"), Some(1));
+        assert_eq!(fence.epoch("tenant:old"), Some(1));
+        assert_eq!(fence.epoch("tenant:moved"), None);
     }
 }
