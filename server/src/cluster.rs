@@ -46,6 +46,7 @@ use serde::{Deserialize, Serialize};
 use crate::api::client::ClientAddress;
 use crate::api::AppState;
 use crate::config::ClusterConfig;
+use crate::error::ApiError;
 
 /// Carries the cluster secret on a request one node forwards to another.
 pub const NODE_SECRET_HEADER: &str = "x-memvault-node-secret";
@@ -520,14 +521,11 @@ impl Cluster {
                 // Not a place for free accounts until its next heartbeat says otherwise.
                 lock(&self.live).retain(|(_, url)| url != base);
                 tracing::warn!(node = %self.node, owner = %base, %error, "forwarding failed");
-                unavailable(
-                    "owner_unreachable",
-                    format!(
-                        "the node that serves this account ({base}) did not answer; another \
-                         node takes the account over within {} s of its last heartbeat, retry",
-                        self.ttl.as_secs().max(1)
-                    ),
-                )
+                unavailable(ApiError::OwnerUnreachable(format!(
+                    "the node that serves this account ({base}) did not answer; another \
+                     node takes the account over within {} s of its last heartbeat, retry",
+                    self.ttl.as_secs().max(1)
+                )))
             }
         }
     }
@@ -616,12 +614,9 @@ fn is_hop_by_hop(name: &HeaderName) -> bool {
     )
 }
 
-fn unavailable(code: &str, detail: String) -> Response {
-    let mut response = (
-        StatusCode::SERVICE_UNAVAILABLE,
-        axum::Json(serde_json::json!({ "detail": detail, "code": code })),
-    )
-        .into_response();
+/// A 503 worth retrying at once: `Retry-After: 1`.
+fn unavailable(error: ApiError) -> Response {
+    let mut response = error.into_response();
     response
         .headers_mut()
         .insert("retry-after", HeaderValue::from_static("1"));
@@ -683,10 +678,9 @@ pub async fn route(State(state): State<AppState>, mut request: Request, next: Ne
             next.run(request).await
         }
         // The account moved while the request was on its way, again and again.
-        Place::Owner(_) if hops >= MAX_HOPS => unavailable(
-            "ownership_moved",
+        Place::Owner(_) if hops >= MAX_HOPS => unavailable(ApiError::OwnershipMoved(
             "the account moved to another node while the request was on its way; retry".to_owned(),
-        ),
+        )),
         Place::Owner(owner) => {
             let client = ClientAddress::of(
                 request.extensions(),
@@ -698,10 +692,9 @@ pub async fn route(State(state): State<AppState>, mut request: Request, next: Ne
         }
         Place::Unavailable(reason) => {
             tracing::warn!(node = %cluster.node, %reason, "cannot place the request");
-            unavailable(
-                "database_unavailable",
-                format!("the cluster's database did not answer ({reason}); retry shortly"),
-            )
+            unavailable(ApiError::from(memvault_core::Error::Storage(
+                StorageError::Backend(format!("the cluster's database did not answer: {reason}")),
+            )))
         }
     };
     if !response.headers().contains_key(NODE_HEADER) {

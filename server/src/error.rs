@@ -76,6 +76,12 @@ pub enum ApiError {
         "mail-in is off: the server has no shared secret for the handoff (email.inbound_secret)"
     )]
     InboundNotConfigured,
+    /// Several nodes: the account moved to another node while the request was on its way.
+    #[error("{0}")]
+    OwnershipMoved(String),
+    /// Several nodes: the node that serves the account did not answer a forwarded request.
+    #[error("{0}")]
+    OwnerUnreachable(String),
     /// Public signup is turned off on this server (`account.signup_enabled = false`).
     #[error("signup is turned off on this server; ask its operator for an account")]
     SignupDisabled,
@@ -105,6 +111,8 @@ impl ApiError {
             ApiError::Validation(_) => ErrorCode::ValidationFailed,
             ApiError::RateLimited(_) => ErrorCode::RateLimited,
             ApiError::SignupDisabled => ErrorCode::SignupDisabled,
+            ApiError::OwnershipMoved(_) => ErrorCode::OwnershipMoved,
+            ApiError::OwnerUnreachable(_) => ErrorCode::OwnerUnreachable,
             ApiError::InternalSecretInvalid => ErrorCode::InternalSecretInvalid,
             ApiError::InternalNotConfigured(_) => ErrorCode::InternalNotConfigured,
             ApiError::InboundSecretInvalid => ErrorCode::InboundSecretInvalid,

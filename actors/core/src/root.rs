@@ -300,15 +300,8 @@ async fn adopt_tenant(
     let Some(record) = record.filter(|record| record.erasing_since.is_none()) else {
         return Ok(false);
     };
-    // Indexes this node saved while it last served the tenant miss what another node
-    // wrote since: they are built again from the store.
-    if let Some(root) = &state.indexing.root {
-        let directory = root.join(id.as_str());
-        if directory.exists() {
-            if let Err(error) = std::fs::remove_dir_all(&directory) {
-                tracing::warn!(tenant = %id, %error, "old indexes could not be removed");
-            }
-        }
+    if let Err(error) = state.indexing.forget_tenant(&id) {
+        tracing::warn!(tenant = %id, %error, "old indexes could not be removed");
     }
     let handle = TenantHandle::new(record);
     spawn_tenant(myself, state, &handle).await?;

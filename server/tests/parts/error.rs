@@ -147,6 +147,8 @@ fn samples() -> Vec<ApiError> {
         ApiError::Validation(text()),
         ApiError::RateLimited(text()),
         ApiError::SignupDisabled,
+        ApiError::OwnershipMoved(text()),
+        ApiError::OwnerUnreachable(text()),
         ApiError::Internal(text()),
     ];
     service

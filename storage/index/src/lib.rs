@@ -50,6 +50,17 @@ pub struct IndexSettings {
 }
 
 impl IndexSettings {
+    /// Removes what is saved of a tenant's indexes: with several nodes, what this node
+    /// saved while it last served the tenant misses what another node wrote since.
+    pub fn forget_tenant(&self, tenant: &TenantId) -> std::io::Result<()> {
+        match &self.root {
+            Some(root) if root.join(tenant.as_str()).exists() => {
+                std::fs::remove_dir_all(root.join(tenant.as_str()))
+            }
+            _ => Ok(()),
+        }
+    }
+
     pub fn directory(&self, tenant: &TenantId, collection: &CollectionName) -> Option<PathBuf> {
         self.root
             .as_ref()

@@ -675,15 +675,6 @@ impl Memvault {
             .push(rescan);
     }
 
-    /// How many collections a loaded tenant has (`None`: not loaded here).
-    pub fn collection_count(&self, tenant: &TenantId) -> Option<usize> {
-        self.services
-            .tree
-            .tenant_handle(tenant)
-            .ok()
-            .map(|handle| handle.snapshot().collections.len())
-    }
-
     /// Whether the tenant is loaded (not unknown, not being erased).
     pub fn has_tenant(&self, tenant: &TenantId) -> bool {
         self.services.tree.has_tenant(tenant)
