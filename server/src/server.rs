@@ -252,16 +252,7 @@ pub async fn start_service_with_clock(
             accounts.clone(),
         );
         cluster.report_jobs(Box::new(move || {
-            operator
-                .job_metrics()
-                .into_iter()
-                .chain([
-                    ("ingest", intake.job_metrics()),
-                    ("connector_sync", connections.job_metrics()),
-                ])
-                .chain(accounts.job_metrics())
-                .map(|(kind, metrics)| (kind.to_owned(), metrics))
-                .collect()
+            crate::api::operator::job_metrics(&operator, &connections, &intake, &accounts)
         }));
     }
     let bootstrap = service.tenants().bootstrap(bootstrap_key).await?;

@@ -151,6 +151,25 @@ pub struct ActorRestartsResponse {
     pub degraded_collections: u64,
 }
 
+/// Every job kind's figures in this process: core's queues and those of the crates above.
+pub fn job_metrics(
+    operator: &Operator,
+    connections: &Connections,
+    intake: &Intake,
+    accounts: &AccountServices,
+) -> BTreeMap<String, JobMetricsSnapshot> {
+    operator
+        .job_metrics()
+        .into_iter()
+        .chain([
+            ("ingest", intake.job_metrics()),
+            ("connector_sync", connections.job_metrics()),
+        ])
+        .chain(accounts.job_metrics())
+        .map(|(kind, metrics)| (kind.to_owned(), metrics))
+        .collect()
+}
+
 impl MetricsResponse {
     fn new(
         snapshot: MetricsSnapshot,
@@ -187,16 +206,7 @@ impl MetricsResponse {
                     p95_ms: rounded_ms(route.latency.p95_ms),
                 })
                 .collect(),
-            jobs: operator
-                .job_metrics()
-                .into_iter()
-                .chain([
-                    ("ingest", intake.job_metrics()),
-                    ("connector_sync", connections.job_metrics()),
-                ])
-                .chain(accounts.job_metrics())
-                .map(|(kind, metrics)| (kind.to_owned(), metrics))
-                .collect(),
+            jobs: job_metrics(operator, connections, intake, accounts),
             recurring: operator.recurring_metrics(),
             cluster: None,
             actor_restarts: {

@@ -149,6 +149,21 @@ fn lease_of(row: &tokio_postgres::Row) -> Lease {
 const LEASE_COLUMNS: &str = "l.name, l.node_id, l.epoch, l.acquired_at, l.expires_at,
      l.expires_at > now() AS live, n.advertise_url";
 
+/// The lease on `name` with its holder's address, if it was ever claimed.
+async fn lease_named(client: &impl GenericClient, name: &str) -> Result<Option<Lease>> {
+    let row = client
+        .query_opt(
+            &format!(
+                "SELECT {LEASE_COLUMNS} FROM leases l
+                 LEFT JOIN nodes n ON n.id = l.node_id WHERE l.name = $1"
+            ),
+            &[&name],
+        )
+        .await
+        .map_err(pg)?;
+    Ok(row.as_ref().map(lease_of))
+}
+
 impl PgStore {
     /// This store as node `node` of several: its leases are remembered and every write of
     /// a tenant's data is fenced by the tenant's lease (see the module docs). `node` must
@@ -314,17 +329,10 @@ impl PgStore {
                 .await
                 .map_err(pg)?
                 .is_some();
-            let row = client
-                .query_one(
-                    &format!(
-                        "SELECT {LEASE_COLUMNS} FROM leases l
-                         LEFT JOIN nodes n ON n.id = l.node_id WHERE l.name = $1"
-                    ),
-                    &[&name],
-                )
-                .await
-                .map_err(pg)?;
-            Ok((claimed, lease_of(&row)))
+            let lease = lease_named(&**client, name)
+                .await?
+                .ok_or_else(|| StorageError::Backend(format!("lease {name} vanished")))?;
+            Ok((claimed, lease))
         })?;
         if claimed && lease.node == fence.node {
             fence.hold(name, lease.epoch);
@@ -371,17 +379,7 @@ impl PgStore {
     pub fn lease(&self, name: &str) -> Result<Option<Lease>> {
         self.block(async {
             let client = self.client().await?;
-            let row = client
-                .query_opt(
-                    &format!(
-                        "SELECT {LEASE_COLUMNS} FROM leases l
-                         LEFT JOIN nodes n ON n.id = l.node_id WHERE l.name = $1"
-                    ),
-                    &[&name],
-                )
-                .await
-                .map_err(pg)?;
-            Ok(row.as_ref().map(lease_of))
+            lease_named(&**client, name).await
         })
     }
 
