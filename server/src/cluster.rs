@@ -323,8 +323,12 @@ impl Cluster {
                         }
                     }
                     // A node forgotten by the others (a pause longer than the lease
-                    // time) registers again.
+                    // time) registers again; and the job queues look again for work of
+                    // this node's tenants that another node recorded late.
                     if beats.is_multiple_of(20) {
+                        if let Some(service) = self.service.get() {
+                            service.rescan_jobs();
+                        }
                         let store = self.store.clone();
                         let url = self.advertise_url.clone();
                         let _ =

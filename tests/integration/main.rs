@@ -9,6 +9,7 @@ mod account;
 mod basics;
 mod billing;
 mod cluster;
+mod cluster_faults;
 mod collections;
 mod connectors;
 mod database;

@@ -40,6 +40,13 @@ pub type DeliveryKey = (TenantId, String);
 /// the service, a map in tests. Read at every attempt, so a changed URL or secret
 /// applies to queued deliveries and a deleted webhook drops them.
 pub trait WebhookDirectory: Send + Sync + 'static {
+    /// Whether this node sends `tenant`'s deliveries (several nodes: the tenant's node
+    /// does; one node sends everyone's). A delivery of a tenant served elsewhere is left
+    /// in the outbox for that node, neither sent nor dropped here.
+    fn serves(&self, _tenant: &TenantId) -> bool {
+        true
+    }
+
     fn webhook(&self, tenant: &TenantId) -> Option<WebhookRecord>;
 }
 
@@ -165,6 +172,11 @@ impl JobKind for WebhookDeliveries {
     }
 
     async fn run(&self, key: &DeliveryKey, _attempt: u32) -> Outcome {
+        if !self.tenants.serves(&key.0) {
+            // The tenant moved to another node, which resumes its outbox.
+            tracing::debug!(tenant = %key.0, delivery = %key.1, "tenant served elsewhere; delivery left to its node");
+            return Outcome::Done;
+        }
         let delivery = match self.load(key).await {
             Ok(Some(delivery)) => delivery,
             // Gone from the outbox: dropped with its webhook.
@@ -175,6 +187,10 @@ impl JobKind for WebhookDeliveries {
             Attempt::Delivered => {
                 tracing::debug!(tenant = %key.0, delivery = %key.1, event = %delivery.event, "webhook delivered");
                 self.remove(key).await;
+                Outcome::Done
+            }
+            // Let go of during the attempt: its node resumes the delivery.
+            Attempt::NoWebhook | Attempt::Failed(_) if !self.tenants.serves(&key.0) => {
                 Outcome::Done
             }
             Attempt::NoWebhook => {

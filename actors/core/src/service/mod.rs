@@ -383,11 +383,15 @@ impl Memvault {
             keys,
             config.call_timeout,
             config.clock.clone(),
+            config.ownership.is_some(),
         );
         // After the root actor: delivery resumes the outbox, which needs every tenant's
         // webhook, and the tenants are loaded by then.
         let published_webhooks: Arc<dyn memvault_webhooks::WebhookDirectory> =
-            Arc::new(webhooks::PublishedWebhooks(tenants.clone()));
+            Arc::new(webhooks::PublishedWebhooks {
+                tenants: tenants.clone(),
+                ownership: config.ownership.clone(),
+            });
         let deliveries = WebhookDeliveries::new(
             store.clone(),
             published_webhooks.clone(),
@@ -657,6 +661,13 @@ impl Memvault {
             self.services.background.rescan();
         }
         Ok(adopted)
+    }
+
+    /// Several nodes: every job queue asks its store again for the unfinished work of the
+    /// tenants this node serves (work another node recorded after this node took the
+    /// tenant over, such as an event of a write it committed just before).
+    pub fn rescan_jobs(&self) {
+        self.services.background.rescan();
     }
 
     /// Several nodes: stops serving `tenant` (another node holds it now): its actors stop

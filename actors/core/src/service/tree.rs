@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dashmap::DashMap;
-use memvault_storage::{CollectionName, TenantId, TenantRecord};
+use memvault_storage::{CollectionName, StorageError, TenantId, TenantRecord};
 use memvault_types::clock::Clock;
 use ractor::ActorRef;
 
@@ -31,6 +31,9 @@ struct Parts {
     keys: Arc<KeyDirectory>,
     call_timeout: Duration,
     clock: Arc<dyn Clock>,
+    /// Several nodes: a tenant not loaded here may be served by another node (it moved
+    /// while a request for it was under way), which is not "not found".
+    clustered: bool,
 }
 
 impl Tree {
@@ -40,6 +43,7 @@ impl Tree {
         keys: Arc<KeyDirectory>,
         call_timeout: Duration,
         clock: Arc<dyn Clock>,
+        clustered: bool,
     ) -> Self {
         Self {
             parts: Arc::new(Parts {
@@ -48,6 +52,7 @@ impl Tree {
                 keys,
                 call_timeout,
                 clock,
+                clustered,
             }),
         }
     }
@@ -92,7 +97,16 @@ impl Tree {
             .tenants
             .get(tenant)
             .map(|entry| entry.clone())
-            .ok_or_else(|| Error::TenantNotFound(tenant.clone()))
+            .ok_or_else(|| {
+                if self.parts.clustered {
+                    // Its key authenticated a moment ago: the node let it go since.
+                    Error::Storage(StorageError::Fenced(format!(
+                        "tenant {tenant} is no longer served by this node"
+                    )))
+                } else {
+                    Error::TenantNotFound(tenant.clone())
+                }
+            })
     }
 
     pub(crate) fn collection_entry(

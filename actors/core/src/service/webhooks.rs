@@ -16,11 +16,21 @@ use crate::error::{Error, Result};
 use crate::tenant::{TenantHandle, TenantMessage};
 
 /// The webhooks as the tenant actors last published them, for webhook delivery.
-pub(crate) struct PublishedWebhooks(pub Arc<DashMap<TenantId, Arc<TenantHandle>>>);
+pub(crate) struct PublishedWebhooks {
+    pub tenants: Arc<DashMap<TenantId, Arc<TenantHandle>>>,
+    /// Several nodes: which tenants this node serves (their deliveries are sent here).
+    pub ownership: Option<Arc<dyn crate::cluster::TenantOwnership>>,
+}
 
 impl WebhookDirectory for PublishedWebhooks {
+    fn serves(&self, tenant: &TenantId) -> bool {
+        self.ownership
+            .as_ref()
+            .is_none_or(|ownership| ownership.holds(tenant) && self.tenants.contains_key(tenant))
+    }
+
     fn webhook(&self, tenant: &TenantId) -> Option<WebhookRecord> {
-        self.0
+        self.tenants
             .get(tenant)
             .and_then(|handle| handle.snapshot().settings.webhook.clone())
     }
