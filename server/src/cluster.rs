@@ -151,6 +151,9 @@ enum Place {
     Owner(String),
     /// The database could not say.
     Unavailable(String),
+    /// This node holds the account and is still loading it (a large account's indexes
+    /// take a while to build): the client retries.
+    Loading(String),
 }
 
 /// The cluster's figures for the operator and the status page.
@@ -467,7 +470,9 @@ impl Cluster {
                     tracing::info!(node = %self.node, %tenant, "serving the tenant");
                     Place::Here
                 }
-                Err(error) => Place::Unavailable(format!("loading the account: {error}")),
+                Err(error) => Place::Loading(format!(
+                    "this node is still loading the account ({error}); retry"
+                )),
             },
             Ok(Ok(Claim::Taken(lease))) => match lease.advertise_url {
                 Some(url) if lease.live => {
@@ -694,6 +699,7 @@ pub async fn route(State(state): State<AppState>, mut request: Request, next: Ne
             .0;
             cluster.forward(&owner, request, client, hops + 1).await
         }
+        Place::Loading(reason) => unavailable(ApiError::OwnershipMoved(reason)),
         Place::Unavailable(reason) => {
             tracing::warn!(node = %cluster.node, %reason, "cannot place the request");
             unavailable(ApiError::from(memvault_core::Error::Storage(

@@ -9,8 +9,10 @@
 //! asserted. `--maintenance` instead times health, summary, dedup and archive-stale on an
 //! in-process service (see `maintenance`); `--rate-limit` what the per-key rate limiter
 //! costs (see `ratelimit`); `--reembed` a live model switch with a kill -9 in the middle
-//! (see `reembed`); `--files` file ingestion over `drop` (see `files`).
+//! (see `reembed`); `--files` file ingestion over `drop` (see `files`); `--cluster` the
+//! store and several nodes on Postgres (see `cluster`).
 
+mod cluster;
 pub mod corpus;
 mod embedder;
 pub mod fake_embeddings;
@@ -103,6 +105,17 @@ pub struct BenchArgs {
     /// With --files: collections per folder drop (each binary file once per collection).
     #[arg(long, default_value_t = 4)]
     pub collections: usize,
+    /// Only measure the store and several nodes on Postgres (see `cluster`): sled against
+    /// Postgres, one to three nodes, a kill -9, and the takeover of an account of
+    /// --memories memories; then stop.
+    #[arg(long, conflicts_with_all = ["existing_data", "embedder_only", "maintenance", "rate_limit", "reembed", "files"])]
+    pub cluster: bool,
+    /// With --cluster: memories each store is searched over in the sled/Postgres measure.
+    #[arg(long, default_value_t = 2_000)]
+    pub cluster_memories: usize,
+    /// With --cluster: only the takeover of an account of --memories memories.
+    #[arg(long, requires = "cluster")]
+    pub takeover_only: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -140,6 +153,9 @@ async fn bench(args: BenchArgs) -> Result<(), BenchError> {
     let corpus = Corpus::load(&args.corpus)?;
     if args.reembed {
         return reembed::run(&args, &corpus).await;
+    }
+    if args.cluster {
+        return cluster::run(&args, &corpus).await;
     }
     if let Some(existing) = &args.existing_data {
         return bench_existing(&args, &corpus, existing).await;

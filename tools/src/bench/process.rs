@@ -27,14 +27,28 @@ impl ServerProcess {
         key: &str,
         environment: &[(String, String)],
     ) -> Result<Self, BenchError> {
+        Self::start_at(data_dir, key, "127.0.0.1:0", environment).await
+    }
+
+    /// [`Self::start_with`] listening on `bind`.
+    pub async fn start_at(
+        data_dir: &Path,
+        key: &str,
+        bind: &str,
+        environment: &[(String, String)],
+    ) -> Result<Self, BenchError> {
         let binary = std::env::current_exe()
             .map_err(|error| BenchError::Setup(format!("current exe: {error}")))?;
         let started = Instant::now();
         let mut child = Command::new(binary)
-            .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
+            .args(["serve", "--bind", bind, "--data-dir"])
             .arg(data_dir)
             .env("MEMVAULT_BOOTSTRAP_KEY", key)
-            .env("RUST_LOG", "warn")
+            // MEMVAULT_BENCH_LOG (a tracing filter) shows more of the server's log.
+            .env(
+                "RUST_LOG",
+                std::env::var("MEMVAULT_BENCH_LOG").unwrap_or_else(|_| "warn".to_owned()),
+            )
             // Every search is measured, never answered from the result cache.
             .env("MEMVAULT__SEARCH__RESULT_CACHE_ENTRIES", "0")
             // The limiter still counts every request (its cost is measured) but never

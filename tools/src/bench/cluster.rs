@@ -1,0 +1,480 @@
+//! `memvault bench --cluster`: the store and several nodes, measured from outside.
+//!
+//! On a Postgres (a throwaway one started from the OS packages' server binaries, as the
+//! tests do, or the server `MEMVAULT_TEST_PG_URL` names), each measure on a fresh
+//! database:
+//!
+//! 1. sled against Postgres, one node each: single creates, then searches per mode over
+//!    `--cluster-memories` memories (the local model);
+//! 2. one, two and three nodes: creates and hybrid searches sent to the node serving the
+//!    account and to another node (which forwards them), and creates from four clients
+//!    over four accounts spread over every node;
+//! 3. on the three nodes, `kill -9` of the node serving a busy account: the time until a
+//!    write to it is accepted again on another node;
+//! 4. the takeover of an account of `--memories` memories (the stand-in embedding endpoint
+//!    of `fake_embeddings`, so loading takes minutes, not hours) on two nodes: `kill -9` of
+//!    its node, then the time until another node accepts a write and answers a search.
+//!
+//! Numbers are printed, never asserted.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::corpus::Corpus;
+use super::process::ServerProcess;
+use super::stats::Latencies;
+use super::{
+    bulk_load, fake_embeddings, format_duration, search_latencies, single_creates, BenchArgs,
+    BenchError, Report,
+};
+
+const SECRET: &str = "memvault-bench-cluster-secret";
+const ENCRYPTION_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+/// Lease time of the nodes under measurement: the default.
+const LEASE_TTL_MS: u64 = 10_000;
+const NODE_HEADER: &str = "x-memvault-node";
+
+/// A fresh database on the bench's Postgres, kept until the bench ends.
+async fn fresh_database(
+    kept: &mut Vec<memvault_test_postgres::TestDatabase>,
+) -> Result<String, BenchError> {
+    let database = tokio::task::spawn_blocking(memvault_test_postgres::fresh_database)
+        .await
+        .map_err(|error| BenchError::Setup(format!("a database for the bench: {error}")))?;
+    let url = database.url().to_owned();
+    kept.push(database);
+    Ok(url)
+}
+
+fn free_port() -> Result<u16, BenchError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .map_err(|error| BenchError::Setup(format!("a free port: {error}")))
+}
+
+/// One node of a cluster under measurement.
+struct Node {
+    server: ServerProcess,
+    id: String,
+    _data: tempfile::TempDir,
+}
+
+async fn start_nodes(
+    count: usize,
+    database: &str,
+    key: &str,
+    extra: &[(String, String)],
+) -> Result<Vec<Node>, BenchError> {
+    let mut nodes = Vec::new();
+    for index in 0..count {
+        let data = tempfile::Builder::new()
+            .prefix("memvault-bench-node-")
+            .tempdir()
+            .map_err(|error| BenchError::Setup(format!("temp dir: {error}")))?;
+        let port = free_port()?;
+        let mut environment: Vec<(String, String)> = vec![
+            ("MEMVAULT__STORE__BACKEND".into(), "postgres".into()),
+            ("MEMVAULT__STORE__URL".into(), database.to_owned()),
+            (
+                "MEMVAULT__CLUSTER__ADVERTISE_URL".into(),
+                format!("http://127.0.0.1:{port}"),
+            ),
+            ("MEMVAULT__CLUSTER__SECRET".into(), SECRET.into()),
+            ("MEMVAULT__CLUSTER__NODE_NAME".into(), format!("n{index}")),
+            (
+                "MEMVAULT__CLUSTER__LEASE_TTL_MS".into(),
+                LEASE_TTL_MS.to_string(),
+            ),
+            (
+                "MEMVAULT__SECURITY__ENCRYPTION_KEY".into(),
+                ENCRYPTION_KEY.into(),
+            ),
+        ];
+        environment.extend(extra.iter().cloned());
+        let server =
+            ServerProcess::start_at(data.path(), key, &format!("127.0.0.1:{port}"), &environment)
+                .await?;
+        let status: Value = reqwest::get(format!("{}/v1/status", server.base_url))
+            .await?
+            .json()
+            .await?;
+        let id = status["cluster"]["node"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        nodes.push(Node {
+            server,
+            id,
+            _data: data,
+        });
+    }
+    Ok(nodes)
+}
+
+async fn new_account(
+    client: &reqwest::Client,
+    base: &str,
+    admin: &str,
+    name: &str,
+) -> Result<String, BenchError> {
+    let response = client
+        .post(format!("{base}/v1/memory/admin/tenants"))
+        .bearer_auth(admin)
+        // `pro`: the free tier's 100,000 memories would stop the large account's
+        // writes, and its rate limit the retries after a kill.
+        .json(&json!({"name": name, "email": format!("{name}@example.com"), "tier": "pro"}))
+        .send()
+        .await?;
+    let status = response.status().as_u16();
+    let body: Value = response.json().await?;
+    if status != 201 {
+        return Err(BenchError::Status {
+            what: "create an account".into(),
+            status,
+            body: body.to_string(),
+        });
+    }
+    Ok(body["api_key"].as_str().unwrap_or_default().to_owned())
+}
+
+/// The index of the node serving `key`'s account (the first request places it).
+async fn owner_of(
+    client: &reqwest::Client,
+    nodes: &[Node],
+    key: &str,
+) -> Result<usize, BenchError> {
+    let response = client
+        .get(format!("{}/v1/memory/admin/me", nodes[0].server.base_url))
+        .bearer_auth(key)
+        .send()
+        .await?;
+    let owner = response
+        .headers()
+        .get(NODE_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    Ok(nodes.iter().position(|node| node.id == owner).unwrap_or(0))
+}
+
+pub async fn run(args: &BenchArgs, corpus: &Corpus) -> Result<(), BenchError> {
+    let mut databases = Vec::new();
+    let mut report = Report::default();
+    let client = reqwest::Client::new();
+    let key = format!("mv_bench_{}", uuid::Uuid::new_v4().simple());
+    let preload = args.cluster_memories;
+
+    // 1. sled against Postgres, one node.
+    let backends: &[&str] = if args.takeover_only {
+        &[]
+    } else {
+        &["sled", "postgres"]
+    };
+    for &backend in backends {
+        let data = tempfile::Builder::new()
+            .prefix("memvault-bench-store-")
+            .tempdir()
+            .map_err(|error| BenchError::Setup(format!("temp dir: {error}")))?;
+        let mut environment = vec![("MEMVAULT__STORE__BACKEND".to_owned(), backend.to_owned())];
+        if backend == "postgres" {
+            environment.push((
+                "MEMVAULT__STORE__URL".to_owned(),
+                fresh_database(&mut databases).await?,
+            ));
+        }
+        let mut server = ServerProcess::start_with(data.path(), &key, &environment).await?;
+        let base = server.base_url.clone();
+        let creates = single_creates(&client, &base, &key, corpus, args.latency_samples).await?;
+        report.line(
+            &format!("{backend}: create one memory (n={})", args.latency_samples),
+            creates.summary(),
+        );
+        let started = Instant::now();
+        bulk_load(&client, &base, &key, corpus, 0..preload, args.concurrency).await?;
+        report.line(
+            &format!("{backend}: bulk create with embedding"),
+            format!(
+                "{:.1} memories/s",
+                preload as f64 / started.elapsed().as_secs_f64()
+            ),
+        );
+        let queries: Vec<String> = corpus
+            .queries(args.search_samples)
+            .into_iter()
+            .map(|query| format!("{query} {backend}"))
+            .collect();
+        let mut lines = Report::default();
+        search_latencies(&client, &base, &key, &queries, preload, &mut lines).await?;
+        for (name, value) in lines.lines {
+            report.line(&format!("{backend}: {name}"), value);
+        }
+        server.stop().await?;
+    }
+
+    // 2. One, two and three nodes.
+    let mut three = None;
+    let counts: &[usize] = if args.takeover_only { &[] } else { &[1, 2, 3] };
+    for &count in counts {
+        let database = fresh_database(&mut databases).await?;
+        let nodes = start_nodes(count, &database, &key, &[]).await?;
+        let account = new_account(&client, &nodes[0].server.base_url, &key, "bench-a").await?;
+        let owner = owner_of(&client, &nodes, &account).await?;
+        let mut targets = vec![("owner-local", owner)];
+        if count > 1 {
+            targets.push(("forwarded", (owner + 1) % count));
+        }
+        let samples = args.latency_samples / 2;
+        for (label, target) in &targets {
+            let base = nodes[*target].server.base_url.clone();
+            let creates = single_creates(&client, &base, &account, corpus, samples).await?;
+            report.line(
+                &format!("{count} node(s), create one memory, {label} (n={samples})"),
+                creates.summary(),
+            );
+        }
+        bulk_load(
+            &client,
+            &nodes[owner].server.base_url,
+            &account,
+            corpus,
+            0..200,
+            1,
+        )
+        .await?;
+        for (label, target) in &targets {
+            let base = &nodes[*target].server.base_url;
+            let queries: Vec<String> = corpus
+                .queries(args.search_samples)
+                .into_iter()
+                .map(|query| format!("{query} {label} {count}"))
+                .collect();
+            // Each query twice: embedded, then with its embedding cached (the result
+            // cache is off), which leaves the search and the hop.
+            for pass in ["query embedded", "query embedding cached"] {
+                let mut latencies = Latencies::default();
+                for query in &queries {
+                    let started = Instant::now();
+                    let response = client
+                        .post(format!("{base}/v1/memory/collections/bench/search"))
+                        .bearer_auth(&account)
+                        .json(&json!({"query": query, "limit": 10}))
+                        .send()
+                        .await?;
+                    if response.status().as_u16() == 200 {
+                        latencies.record(started.elapsed());
+                    }
+                }
+                report.line(
+                    &format!(
+                        "{count} node(s), hybrid search, {pass}, {label} (n={})",
+                        queries.len()
+                    ),
+                    latencies.summary(),
+                );
+            }
+        }
+        let rate = spread_creates(&client, &nodes, &key, corpus, count).await?;
+        report.line(
+            &format!("{count} node(s), creates from 4 clients over 4 accounts, every node"),
+            format!("{rate:.1} memories/s"),
+        );
+        if count == 3 {
+            three = Some((nodes, account, owner));
+        }
+    }
+
+    // 3. kill -9 of the node serving a busy account.
+    if let Some((mut nodes, account, owner)) = three {
+        let resumed = kill_and_resume(&client, &mut nodes, owner, &account, "notes").await?;
+        report.line(
+            &format!("3 nodes: kill -9 of an account's node to its first accepted write (lease {LEASE_TTL_MS} ms)"),
+            format_duration(resumed),
+        );
+    }
+
+    // 4. The takeover of a large account.
+    let endpoint = fake_embeddings::start().await?;
+    let model = vec![
+        (
+            "MEMVAULT__EMBEDDING__PROVIDER".to_owned(),
+            "openai".to_owned(),
+        ),
+        ("MEMVAULT__EMBEDDING__BASE_URL".to_owned(), endpoint),
+        (
+            "MEMVAULT__EMBEDDING__MODEL".to_owned(),
+            fake_embeddings::MODEL.to_owned(),
+        ),
+    ];
+    let database = fresh_database(&mut databases).await?;
+    let mut nodes = start_nodes(2, &database, &key, &model).await?;
+    let account = new_account(&client, &nodes[0].server.base_url, &key, "bench-large").await?;
+    let owner = owner_of(&client, &nodes, &account).await?;
+    let started = Instant::now();
+    bulk_load(
+        &client,
+        &nodes[owner].server.base_url,
+        &account,
+        corpus,
+        0..args.memories,
+        args.concurrency,
+    )
+    .await?;
+    report.line(
+        &format!(
+            "2 nodes: load {} memories (stand-in embedding)",
+            args.memories
+        ),
+        format_duration(started.elapsed()),
+    );
+    let resumed = kill_and_resume(&client, &mut nodes, owner, &account, "bench").await?;
+    report.line(
+        &format!(
+            "2 nodes: kill -9 of the node of {} memories to its first accepted write",
+            args.memories
+        ),
+        format_duration(resumed),
+    );
+    let survivor = &nodes[(owner + 1) % 2].server.base_url;
+    let started = Instant::now();
+    let response = client
+        .post(format!("{survivor}/v1/memory/collections/bench/search"))
+        .bearer_auth(&account)
+        .json(&json!({"query": corpus.queries(1).pop().unwrap_or_default(), "mode": "hybrid", "limit": 10}))
+        .send()
+        .await?;
+    let status = response.status().as_u16();
+    let answer: Value = response.json().await.unwrap_or_default();
+    report.line(
+        "   then its first search on the new node",
+        format!(
+            "{} ({status}, {} results)",
+            format_duration(started.elapsed()),
+            answer["results"].as_array().map_or(0, Vec::len)
+        ),
+    );
+    report.print();
+    Ok(())
+}
+
+/// Creates from four clients over four accounts for ten seconds, each request to the
+/// next node in turn (a round-robin balancer); memories per second.
+async fn spread_creates(
+    client: &reqwest::Client,
+    nodes: &[Node],
+    admin: &str,
+    corpus: &Corpus,
+    count: usize,
+) -> Result<f64, BenchError> {
+    let mut accounts = Vec::new();
+    for index in 0..4 {
+        accounts.push(
+            new_account(
+                client,
+                &nodes[index % count].server.base_url,
+                admin,
+                &format!("spread-{count}-{index}"),
+            )
+            .await?,
+        );
+    }
+    let bases: Arc<Vec<String>> = Arc::new(
+        nodes
+            .iter()
+            .map(|node| node.server.base_url.clone())
+            .collect(),
+    );
+    let done = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let workers: Vec<_> = accounts
+        .into_iter()
+        .enumerate()
+        .map(|(worker, account)| {
+            let (client, bases, done, stop) =
+                (client.clone(), bases.clone(), done.clone(), stop.clone());
+            let corpus = corpus.clone();
+            tokio::spawn(async move {
+                let mut turn = worker;
+                while !stop.load(Ordering::Relaxed) {
+                    let base = &bases[turn % bases.len()];
+                    turn += 1;
+                    let response = client
+                        .post(format!("{base}/v1/memory/collections/spread/memories"))
+                        .bearer_auth(&account)
+                        .json(&json!({"text": corpus.text(turn * 7 + worker)}))
+                        .send()
+                        .await;
+                    if response.is_ok_and(|response| response.status().as_u16() == 201) {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        let _ = worker.await;
+    }
+    Ok(done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Kills the account's node with SIGKILL, then writes to `collection` through the other
+/// nodes in turn until one is accepted; the time from the kill.
+async fn kill_and_resume(
+    client: &reqwest::Client,
+    nodes: &mut [Node],
+    owner: usize,
+    account: &str,
+    collection: &str,
+) -> Result<Duration, BenchError> {
+    nodes[owner].server.kill_hard().await?;
+    let killed = Instant::now();
+    let survivors: Vec<String> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| *index != owner)
+        .map(|(_, node)| node.server.base_url.clone())
+        .collect();
+    let mut attempt = 0;
+    let mut refusals: Vec<String> = Vec::new();
+    loop {
+        let base = &survivors[attempt % survivors.len()];
+        attempt += 1;
+        let response = client
+            .post(format!(
+                "{base}/v1/memory/collections/{collection}/memories"
+            ))
+            .bearer_auth(account)
+            .json(&json!({"text": format!("written after the kill, attempt {attempt}")}))
+            .timeout(Duration::from_secs(120))
+            .send()
+            .await;
+        let refusal = match response {
+            Ok(response) if response.status().as_u16() == 201 => return Ok(killed.elapsed()),
+            Ok(response) => {
+                let status = response.status().as_u16();
+                let body = response.text().await.unwrap_or_default();
+                format!("{status} {body}")
+            }
+            Err(error) => error.to_string(),
+        };
+        if refusals.last() != Some(&refusal) {
+            eprintln!(
+                "bench: {:.1} s after the kill: {refusal}",
+                killed.elapsed().as_secs_f64()
+            );
+            refusals.push(refusal);
+        }
+        if killed.elapsed() > Duration::from_secs(600) {
+            return Err(BenchError::Setup(format!(
+                "no write was accepted within 10 minutes of the kill: {refusals:?}"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
