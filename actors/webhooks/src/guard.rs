@@ -165,6 +165,50 @@ pub async fn check_target(url: &Url, allow_private: bool) -> Result<(), String> 
     }
 }
 
+/// A tenant's own Postgres (`database/config`), checked like a webhook target: a
+/// `postgres://` or `postgresql://` URL with a host that resolves to no private address
+/// (unless `allow_private`), and no `host=` or `hostaddr=` in its query (libpq lets the
+/// query override the URL's host, which would get around the guard). The target to show,
+/// `user@host:port/database` without the password, or why it is refused.
+pub async fn check_database_target(url: &str, allow_private: bool) -> Result<String, String> {
+    let refused = || "url must be a postgres:// or postgresql:// URL with a host".to_owned();
+    let mut parsed = Url::parse(url).map_err(|_| refused())?;
+    if !matches!(parsed.scheme(), "postgres" | "postgresql") {
+        return Err(refused());
+    }
+    let host = parsed
+        .host_str()
+        .filter(|host| !host.is_empty())
+        .ok_or_else(refused)?;
+    let user = match parsed.username() {
+        "" => String::new(),
+        user => format!("{user}@"),
+    };
+    let target = format!(
+        "{user}{host}:{}/{}",
+        parsed.port().unwrap_or(5432),
+        parsed.path().trim_start_matches('/')
+    );
+    let names_a_host = parsed
+        .query_pairs()
+        .any(|(key, _)| matches!(key.as_ref(), "host" | "hostaddr"));
+    // The guard resolves the host on the URL's port: Postgres's by default.
+    if parsed.port().is_none() {
+        let _ = parsed.set_port(Some(5432));
+    }
+    check_target(&parsed, allow_private)
+        .await
+        .map_err(|reason| format!("url: {reason}"))?;
+    if !allow_private && names_a_host {
+        return Err(
+            "url: a host or hostaddr in the query (a unix socket or another address) \
+                    is not allowed; put the host in the URL"
+                .to_owned(),
+        );
+    }
+    Ok(target)
+}
+
 fn refusal(host: &str, ip: IpAddr) -> String {
     if host == ip.to_string() {
         format!(
@@ -317,6 +361,36 @@ mod tests {
         }
         let long = format!("https://example.com/{}", "a".repeat(MAX_URL_LEN));
         assert!(parse_target(&long).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_database_target_is_a_postgres_url_on_an_allowed_host_shown_without_its_password() {
+        assert_eq!(
+            check_database_target("postgres://app:secret@127.0.0.1:6543/memories", true).await,
+            Ok("app@127.0.0.1:6543/memories".to_owned())
+        );
+        assert_eq!(
+            check_database_target("postgresql://127.0.0.1/db", true).await,
+            Ok("127.0.0.1:5432/db".to_owned())
+        );
+        for refused in [
+            "mysql://app@127.0.0.1/db",
+            "postgres:///db",
+            "not a url",
+            "postgres://app:secret@127.0.0.1/db",
+            "postgres://app@10.1.2.3/db",
+            "postgres://app@127.0.0.1/db?host=/var/run/postgresql",
+        ] {
+            let answer = check_database_target(refused, false).await;
+            assert!(answer.is_err(), "{refused}: {answer:?}");
+            assert!(!answer.unwrap_err().contains("secret"));
+        }
+        // Allowed private targets may also name their host in the query.
+        assert!(
+            check_database_target("postgres://app@127.0.0.1/db?hostaddr=127.0.0.1", true)
+                .await
+                .is_ok()
+        );
     }
 
     #[tokio::test]

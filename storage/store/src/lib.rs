@@ -34,6 +34,7 @@
 
 pub mod crypto;
 pub mod error;
+pub mod ownership;
 pub mod records;
 pub mod routed;
 pub mod sled_store;
@@ -42,6 +43,7 @@ pub mod store_suite;
 
 pub use crypto::{CryptoError, SecretBox};
 pub use error::StorageError;
+pub use ownership::TenantOwnership;
 pub use records::{
     ApiKeyRecord, CollectionName, CollectionRecord, CreatedBy, EmbeddingModel, ExtractJobRecord,
     ExtractionLlmRecord, GrantRecord, IngestBatchRecord, IngestItemRecord, IngestItemState,

@@ -30,7 +30,7 @@ use super::{Settings, Tree};
 use crate::call::blocking;
 use crate::error::{Error, Result};
 use crate::tenant::TenantMessage;
-use memvault_webhooks::guard::check_target;
+use memvault_webhooks::guard::check_database_target;
 
 /// How long the self-test of a new database may take.
 pub const SELF_TEST_TIMEOUT: Duration = Duration::from_secs(20);
@@ -93,23 +93,6 @@ pub(crate) struct TenantDatabases {
 }
 
 pub(crate) type DatabaseQueue = JobQueue<DatabaseSwitches>;
-
-/// The connection string `url` without its password, to show: `user@host:port/database`.
-/// `None` when it is not a `postgres://` or `postgresql://` URL with a host.
-pub fn display_target(url: &str) -> Option<String> {
-    let parsed = url::Url::parse(url).ok()?;
-    if !matches!(parsed.scheme(), "postgres" | "postgresql") {
-        return None;
-    }
-    let host = parsed.host_str().filter(|host| !host.is_empty())?;
-    let port = parsed.port().unwrap_or(5432);
-    let database = parsed.path().trim_start_matches('/');
-    let user = match parsed.username() {
-        "" => String::new(),
-        user => format!("{user}@"),
-    };
-    Some(format!("{user}{host}:{port}/{database}"))
-}
 
 /// Opens the own database of every tenant whose data is there, before the actors load
 /// anything: a database that does not open is marked unreachable (its tenant's data
@@ -201,28 +184,9 @@ impl Settings {
                 return Err(Error::DatabaseInUse);
             }
         }
-        let target = display_target(&url).ok_or_else(|| {
-            Error::DatabaseTargetRejected(
-                "url must be a postgres:// or postgresql:// URL with a host".to_owned(),
-            )
-        })?;
-        let parsed =
-            url::Url::parse(&url).map_err(|error| Error::Invalid(format!("url: {error}")))?;
-        let mut guarded = parsed.clone();
-        // The guard resolves the host on the URL's port; give it Postgres's default.
-        if guarded.port().is_none() {
-            let _ = guarded.set_port(Some(5432));
-        }
-        check_target(&guarded, databases.allow_private)
+        let target = check_database_target(&url, databases.allow_private)
             .await
-            .map_err(|reason| Error::DatabaseTargetRejected(format!("url: {reason}")))?;
-        if !databases.allow_private && query_names_a_host(&parsed) {
-            return Err(Error::DatabaseTargetRejected(
-                "url: a host or hostaddr in the query (a unix socket or another address) is \
-                 not allowed; put the host in the URL"
-                    .to_owned(),
-            ));
-        }
+            .map_err(Error::DatabaseTargetRejected)?;
         let opener = databases.opener.clone();
         let probe_url = url.clone();
         let opened =
@@ -321,13 +285,6 @@ fn unavailable() -> Error {
 
 fn backend(reason: String) -> Error {
     Error::Storage(memvault_storage::StorageError::Backend(reason))
-}
-
-/// Whether the URL's query names a host of its own (`host=`, `hostaddr=`): libpq lets the
-/// query override the URL's host, which would get around the guard.
-fn query_names_a_host(url: &url::Url) -> bool {
-    url.query_pairs()
-        .any(|(key, _)| matches!(key.as_ref(), "host" | "hostaddr"))
 }
 
 fn view(record: &DatabaseConfigRecord, progress: Option<CopyProgress>) -> DatabaseConfigView {

@@ -42,9 +42,7 @@ pub use access::{
 pub use audit::AuditTrail;
 pub use changes::CollectionChanges;
 pub use collections::{CollectionView, Collections};
-pub use database::{
-    display_target, DatabaseConfigView, DatabaseOpener, DatabaseSupport, OpenedDatabase,
-};
+pub use database::{DatabaseConfigView, DatabaseOpener, DatabaseSupport, OpenedDatabase};
 pub use intelligence::{IntelligenceConfig, Llms, ModelPrice, Purpose};
 pub use internal::{EmbeddedTexts, Internal};
 pub use keys::{Keys, NewKey};
