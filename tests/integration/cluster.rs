@@ -9,19 +9,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::support::{expect_status, memories_path, temp_data_dir, Client, ServerProcess};
+use crate::support::{
+    expect_status, free_port, memories_path, temp_data_dir, Client, ServerProcess,
+};
 
 const ADMIN_KEY: &str = "mv_cluster_bootstrap_key_0123456789abcdef";
 const SECRET: &str = "cluster-secret-0123456789";
 const NODE: &str = "x-memvault-node";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 struct Node {
     process: ServerProcess,

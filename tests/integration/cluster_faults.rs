@@ -28,7 +28,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::support::{expect_status, memories_path, temp_data_dir, Client, ServerProcess};
+use crate::support::{
+    expect_status, free_port, memories_path, temp_data_dir, Client, ServerProcess,
+};
 
 const ADMIN_KEY: &str = "mv_cluster_faults_admin_key_0123456789abcdef";
 const SECRET: &str = "cluster-faults-secret-0123456789";
@@ -60,14 +62,6 @@ impl Rng {
     fn millis(&mut self, from: u64, to: u64) -> Duration {
         Duration::from_millis(from + self.below(to - from))
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 struct Node {
@@ -141,6 +135,19 @@ impl Node {
             .status()
             .expect("kill");
         assert!(status.success(), "kill -{signal} {}", self.pid());
+    }
+}
+
+/// `send` again while the answer is a 5xx: 503 (`ownership_moved`, `owner_unreachable`,
+/// with `Retry-After`) is what a client is told while an account moves after a fault.
+fn until_served(send: impl Fn() -> reqwest::blocking::Response) -> reqwest::blocking::Response {
+    let started = Instant::now();
+    loop {
+        let response = send();
+        if response.status().as_u16() < 500 || started.elapsed() > RETRY_FOR {
+            return response;
+        }
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
@@ -402,10 +409,12 @@ fn memories_in(database: &mut postgres::Client, tenant: &str) -> Vec<(String, St
 
 fn search_ids(client: &Client, mode: &str) -> BTreeSet<String> {
     let found = expect_status(
-        client.post(
-            "/v1/memory/collections/notes/search",
-            &json!({"query": "harbour", "mode": mode, "limit": 50, "min_score": 0.0}),
-        ),
+        until_served(|| {
+            client.post(
+                "/v1/memory/collections/notes/search",
+                &json!({"query": "harbour", "mode": mode, "limit": 50, "min_score": 0.0}),
+            )
+        }),
         200,
     );
     found["results"]
@@ -454,30 +463,36 @@ fn nodes_paused_cut_off_and_crashed_under_writers_lose_nothing_and_never_write_u
         // receiver.
         let admin = Client::new(&urls[round % 3], Some(ADMIN_KEY));
         let created = expect_status(
-            admin.post(
-                "/v1/memory/admin/tenants",
-                &json!({"name": format!("faults-{round}"), "email": format!("faults-{round}@example.com")}),
-            ),
+            until_served(|| {
+                admin.post(
+                    "/v1/memory/admin/tenants",
+                    &json!({"name": format!("faults-{round}"), "email": format!("faults-{round}@example.com")}),
+                )
+            }),
             201,
         );
         let tenant = created["id"].as_str().unwrap().to_owned();
         let key = created["api_key"].as_str().unwrap().to_owned();
         let client = Client::new(&urls[(round + 1) % 3], Some(&key));
         expect_status(
-            client.put(
-                "/v1/memory/webhook/config",
-                &json!({"url": format!("http://127.0.0.1:{receiver_port}/hook")}),
-            ),
+            until_served(|| {
+                client.put(
+                    "/v1/memory/webhook/config",
+                    &json!({"url": format!("http://127.0.0.1:{receiver_port}/hook")}),
+                )
+            }),
             200,
         );
         // An extraction job, run in the background on the account's node.
         let animal = ["dog", "cat", "parrot", "horse"][round % 4];
         let job_text = format!("I have a {animal} named Nemo{round}.");
         let job = expect_status(
-            client.post(
-                "/v1/memory/collections/pets/remember",
-                &json!({"content": job_text}),
-            ),
+            until_served(|| {
+                client.post(
+                    "/v1/memory/collections/pets/remember",
+                    &json!({"content": job_text}),
+                )
+            }),
             202,
         );
         let job_id = job["job_id"].as_str().unwrap().to_owned();

@@ -435,6 +435,16 @@ impl Drop for ServerProcess {
     }
 }
 
+/// A loopback port free a moment ago (for a process that must know its address before it
+/// starts, such as a cluster node's `advertise_url`).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a free port")
+        .local_addr()
+        .expect("its address")
+        .port()
+}
+
 pub fn temp_data_dir() -> (tempfile::TempDir, PathBuf) {
     let directory = tempfile::tempdir().expect("temp dir");
     let path = directory.path().join("data");

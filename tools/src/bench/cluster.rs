@@ -1,8 +1,7 @@
 //! `memvault bench --cluster`: the store and several nodes, measured from outside.
 //!
-//! On a Postgres (a throwaway one started from the OS packages' server binaries, as the
-//! tests do, or the server `MEMVAULT_TEST_PG_URL` names), each measure on a fresh
-//! database:
+//! On the Postgres `--postgres-url` names (`scripts/cluster --nodes 0 -- COMMAND` starts a
+//! throwaway one from the OS packages), each measure on a fresh database:
 //!
 //! 1. sled against Postgres, one node each: single creates, then searches per mode over
 //!    `--cluster-memories` memories (the local model);
@@ -37,16 +36,66 @@ const ENCRYPTION_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 const LEASE_TTL_MS: u64 = 10_000;
 const NODE_HEADER: &str = "x-memvault-node";
 
-/// A fresh database on the bench's Postgres, kept until the bench ends.
-async fn fresh_database(
-    kept: &mut Vec<memvault_test_postgres::TestDatabase>,
-) -> Result<String, BenchError> {
-    let database = tokio::task::spawn_blocking(memvault_test_postgres::fresh_database)
-        .await
-        .map_err(|error| BenchError::Setup(format!("a database for the bench: {error}")))?;
-    let url = database.url().to_owned();
-    kept.push(database);
-    Ok(url)
+/// The bench's Postgres: where it makes a fresh database for each measure, and drops
+/// them at the end.
+struct Databases {
+    /// `--postgres-url`: a server where the role may `CREATE DATABASE`.
+    url: String,
+    made: Vec<String>,
+}
+
+impl Databases {
+    async fn connect(&self) -> Result<tokio_postgres::Client, BenchError> {
+        let (client, connection) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
+            .await
+            .map_err(|error| BenchError::Setup(format!("Postgres at --postgres-url: {error}")))?;
+        tokio::spawn(connection);
+        Ok(client)
+    }
+
+    /// A new, empty database; its connection string.
+    async fn fresh(&mut self) -> Result<String, BenchError> {
+        let name = format!("memvault_bench_{}", uuid::Uuid::new_v4().simple());
+        self.connect()
+            .await?
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .map_err(|error| BenchError::Setup(format!("CREATE DATABASE {name}: {error}")))?;
+        self.made.push(name.clone());
+        Ok(with_database(&self.url, &name))
+    }
+
+    /// Drops the databases made (best effort: the nodes using them are stopped first).
+    async fn drop_all(&self) {
+        let Ok(client) = self.connect().await else {
+            return;
+        };
+        for name in &self.made {
+            let _ = client
+                .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .await;
+        }
+    }
+}
+
+/// `url` (a `postgres://` URL or `key=value` string) naming `database` instead of its own.
+fn with_database(url: &str, database: &str) -> String {
+    for scheme in ["postgresql://", "postgres://"] {
+        if let Some(rest) = url.strip_prefix(scheme) {
+            let (main, query) = rest
+                .split_once('?')
+                .map_or((rest, None), |(main, query)| (main, Some(query)));
+            let authority = main
+                .split_once('/')
+                .map_or(main, |(authority, _)| authority);
+            return match query {
+                Some(query) => format!("{scheme}{authority}/{database}?{query}"),
+                None => format!("{scheme}{authority}/{database}"),
+            };
+        }
+    }
+    // key=value: a later key wins.
+    format!("{url} dbname={database}")
 }
 
 fn free_port() -> Result<u16, BenchError> {
@@ -162,17 +211,39 @@ async fn owner_of(
 }
 
 pub async fn run(args: &BenchArgs, corpus: &Corpus) -> Result<(), BenchError> {
-    let mut databases = Vec::new();
+    let Some(url) = args.postgres_url.clone() else {
+        return Err(BenchError::Setup(
+            "--cluster needs --postgres-url (or MEMVAULT_PG_URL): a Postgres where the role \
+             may CREATE DATABASE; `scripts/cluster --nodes 0 -- COMMAND` starts a throwaway \
+             one and sets MEMVAULT_PG_URL"
+                .into(),
+        ));
+    };
+    let mut databases = Databases {
+        url,
+        made: Vec::new(),
+    };
+    let outcome = measure(args, corpus, &mut databases).await;
+    databases.drop_all().await;
+    outcome
+}
+
+async fn measure(
+    args: &BenchArgs,
+    corpus: &Corpus,
+    databases: &mut Databases,
+) -> Result<(), BenchError> {
     let mut report = Report::default();
     let client = reqwest::Client::new();
     let key = format!("mv_bench_{}", uuid::Uuid::new_v4().simple());
     let preload = args.cluster_memories;
 
     // 1. sled against Postgres, one node.
-    let backends: &[&str] = if args.takeover_only {
-        &[]
-    } else {
+    let part = |name: &str| args.cluster_part == "all" || args.cluster_part == name;
+    let backends: &[&str] = if part("stores") {
         &["sled", "postgres"]
+    } else {
+        &[]
     };
     for &backend in backends {
         let data = tempfile::Builder::new()
@@ -181,10 +252,7 @@ pub async fn run(args: &BenchArgs, corpus: &Corpus) -> Result<(), BenchError> {
             .map_err(|error| BenchError::Setup(format!("temp dir: {error}")))?;
         let mut environment = vec![("MEMVAULT__STORE__BACKEND".to_owned(), backend.to_owned())];
         if backend == "postgres" {
-            environment.push((
-                "MEMVAULT__STORE__URL".to_owned(),
-                fresh_database(&mut databases).await?,
-            ));
+            environment.push(("MEMVAULT__STORE__URL".to_owned(), databases.fresh().await?));
         }
         let mut server = ServerProcess::start_with(data.path(), &key, &environment).await?;
         let base = server.base_url.clone();
@@ -217,9 +285,9 @@ pub async fn run(args: &BenchArgs, corpus: &Corpus) -> Result<(), BenchError> {
 
     // 2. One, two and three nodes.
     let mut three = None;
-    let counts: &[usize] = if args.takeover_only { &[] } else { &[1, 2, 3] };
+    let counts: &[usize] = if part("nodes") { &[1, 2, 3] } else { &[] };
     for &count in counts {
-        let database = fresh_database(&mut databases).await?;
+        let database = databases.fresh().await?;
         let nodes = start_nodes(count, &database, &key, &[]).await?;
         let account = new_account(&client, &nodes[0].server.base_url, &key, "bench-a").await?;
         let owner = owner_of(&client, &nodes, &account).await?;
@@ -256,6 +324,7 @@ pub async fn run(args: &BenchArgs, corpus: &Corpus) -> Result<(), BenchError> {
             // cache is off), which leaves the search and the hop.
             for pass in ["query embedded", "query embedding cached"] {
                 let mut latencies = Latencies::default();
+                let mut failed: Vec<String> = Vec::new();
                 for query in &queries {
                     let started = Instant::now();
                     let response = client
@@ -264,16 +333,26 @@ pub async fn run(args: &BenchArgs, corpus: &Corpus) -> Result<(), BenchError> {
                         .json(&json!({"query": query, "limit": 10}))
                         .send()
                         .await?;
-                    if response.status().as_u16() == 200 {
+                    let status = response.status().as_u16();
+                    if status == 200 {
                         latencies.record(started.elapsed());
+                    } else {
+                        failed.push(format!(
+                            "{status} {}",
+                            response.text().await.unwrap_or_default()
+                        ));
                     }
                 }
+                let failures = match failed.first() {
+                    Some(first) => format!("; {} failed, the first: {first}", failed.len()),
+                    None => String::new(),
+                };
                 report.line(
                     &format!(
                         "{count} node(s), hybrid search, {pass}, {label} (n={})",
                         queries.len()
                     ),
-                    latencies.summary(),
+                    format!("{}{failures}", latencies.summary()),
                 );
             }
         }
@@ -297,19 +376,12 @@ pub async fn run(args: &BenchArgs, corpus: &Corpus) -> Result<(), BenchError> {
     }
 
     // 4. The takeover of a large account.
-    let endpoint = fake_embeddings::start().await?;
-    let model = vec![
-        (
-            "MEMVAULT__EMBEDDING__PROVIDER".to_owned(),
-            "openai".to_owned(),
-        ),
-        ("MEMVAULT__EMBEDDING__BASE_URL".to_owned(), endpoint),
-        (
-            "MEMVAULT__EMBEDDING__MODEL".to_owned(),
-            fake_embeddings::MODEL.to_owned(),
-        ),
-    ];
-    let database = fresh_database(&mut databases).await?;
+    if !part("takeover") {
+        report.print();
+        return Ok(());
+    }
+    let model = fake_embeddings::server_environment(&fake_embeddings::start().await?);
+    let database = databases.fresh().await?;
     let mut nodes = start_nodes(2, &database, &key, &model).await?;
     let account = new_account(&client, &nodes[0].server.base_url, &key, "bench-large").await?;
     let owner = owner_of(&client, &nodes, &account).await?;

@@ -29,6 +29,18 @@ pub async fn start() -> Result<String, BenchError> {
     Ok(format!("http://{address}/v1"))
 }
 
+/// The environment of a server whose embedding model is this endpoint at `base`.
+pub fn server_environment(base: &str) -> Vec<(String, String)> {
+    vec![
+        (
+            "MEMVAULT__EMBEDDING__PROVIDER".to_owned(),
+            "openai".to_owned(),
+        ),
+        ("MEMVAULT__EMBEDDING__BASE_URL".to_owned(), base.to_owned()),
+        ("MEMVAULT__EMBEDDING__MODEL".to_owned(), MODEL.to_owned()),
+    ]
+}
+
 async fn embeddings(Json(body): Json<Value>) -> Json<Value> {
     let inputs: Vec<&str> = body["input"]
         .as_array()

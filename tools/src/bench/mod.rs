@@ -113,9 +113,14 @@ pub struct BenchArgs {
     /// With --cluster: memories each store is searched over in the sled/Postgres measure.
     #[arg(long, default_value_t = 2_000)]
     pub cluster_memories: usize,
-    /// With --cluster: only the takeover of an account of --memories memories.
-    #[arg(long, requires = "cluster")]
-    pub takeover_only: bool,
+    /// With --cluster: a Postgres where the role may CREATE DATABASE (one per measure,
+    /// dropped at the end).
+    #[arg(long, env = "MEMVAULT_PG_URL")]
+    pub postgres_url: Option<String>,
+    /// With --cluster: which measures, `all`, `stores` (sled against Postgres), `nodes`
+    /// (one to three nodes, then the kill -9) or `takeover` (an account of --memories).
+    #[arg(long, default_value = "all", value_parser = ["all", "stores", "nodes", "takeover"])]
+    pub cluster_part: String,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -53,7 +53,10 @@ impl ServerProcess {
             .env("MEMVAULT__SEARCH__RESULT_CACHE_ENTRIES", "0")
             // The limiter still counts every request (its cost is measured) but never
             // refuses one of the benchmark's.
-            .env("MEMVAULT__RATE_LIMIT__TIERS", "{admin = 4000000000}")
+            .env(
+                "MEMVAULT__RATE_LIMIT__TIERS",
+                "{admin = 4000000000, pro = 4000000000, free = 4000000000}",
+            )
             .envs(environment.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

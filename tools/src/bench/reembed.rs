@@ -42,18 +42,7 @@ pub async fn run(args: &BenchArgs, corpus: &Corpus) -> Result<(), BenchError> {
         .map_err(|error| BenchError::Setup(format!("temp dir: {error}")))?;
     let key = format!("mv_bench_{}", uuid::Uuid::new_v4().simple());
     let mut report = Report::default();
-    let endpoint = fake_embeddings::start().await?;
-    let old_model = vec![
-        (
-            "MEMVAULT__EMBEDDING__PROVIDER".to_owned(),
-            "openai".to_owned(),
-        ),
-        ("MEMVAULT__EMBEDDING__BASE_URL".to_owned(), endpoint),
-        (
-            "MEMVAULT__EMBEDDING__MODEL".to_owned(),
-            fake_embeddings::MODEL.to_owned(),
-        ),
-    ];
+    let old_model = fake_embeddings::server_environment(&fake_embeddings::start().await?);
     eprintln!(
         "bench: loading {} memories on {}, then re-embedding them with all-MiniLM-L6-v2",
         args.memories,
