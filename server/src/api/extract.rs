@@ -114,11 +114,14 @@ where
     if let Some(integer) = number.as_i64() {
         return Ok(Some(integer));
     }
-    let integral = number
-        .as_f64()
-        .filter(|value| value.fract() == 0.0 && value.abs() < 9.0e18);
+    // serde_json's parse of a long decimal such as `4342536088476246.0` may land a few
+    // units in the last place off (on `...246.5`): a whole number written with a zero
+    // fraction is not refused for that; `48.5` still is.
+    let integral = number.as_f64().filter(|value| {
+        (value - value.round()).abs() <= value.abs() * 4.0 * f64::EPSILON && value.abs() < 9.0e18
+    });
     match integral {
-        Some(value) => Ok(Some(value as i64)),
+        Some(value) => Ok(Some(value.round() as i64)),
         None => Err(D::Error::custom(format!(
             "invalid value: {number}, expected an integer"
         ))),
