@@ -173,8 +173,7 @@ async fn new_account(
     let response = client
         .post(format!("{base}/v1/memory/admin/tenants"))
         .bearer_auth(admin)
-        // `pro`: the free tier's 100,000 memories would stop the large account's
-        // writes, and its rate limit the retries after a kill.
+        // `pro`: the free tier's 100,000 memories would stop the large account's writes.
         .json(&json!({"name": name, "email": format!("{name}@example.com"), "tier": "pro"}))
         .send()
         .await?;
