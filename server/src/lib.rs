@@ -24,4 +24,5 @@ pub mod error;
 pub mod files;
 pub mod pageviews;
 pub mod server;
+pub mod snapshots;
 pub mod status;

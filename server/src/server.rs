@@ -201,6 +201,11 @@ pub async fn start_service_with_clock(
         None => SecretBox::load_or_create(&data_dir.join("secret.key")),
     }
     .map_err(|error| StartupError::Secrets(error.to_string()))?;
+    let blobs = crate::files::blob_backend(config).map_err(StartupError::Blobs)?;
+    let index_shelf = cluster.as_ref().map(|_| {
+        Arc::new(crate::snapshots::BlobShelf::new(blobs.store.clone()))
+            as Arc<dyn memvault_index::SnapshotShelf>
+    });
     let service_config = ServiceConfig {
         call_timeout: Duration::from_millis(config.actors.call_timeout_ms),
         index_dir: Some(data_dir.join("indexes")),
@@ -217,7 +222,7 @@ pub async fn start_service_with_clock(
             max_attempts: config.webhooks.max_attempts,
             initial_backoff: Duration::from_millis(config.webhooks.initial_backoff_ms),
         },
-        blobs: crate::files::blob_backend(config).map_err(StartupError::Blobs)?,
+        blobs: blobs.clone(),
         tiers: tiers(config),
         restarts: memvault_types::RestartPolicy::ACTORS,
         databases: Some(memvault_core::DatabaseSupport {
@@ -227,6 +232,7 @@ pub async fn start_service_with_clock(
         ownership: cluster
             .clone()
             .map(|cluster| cluster as Arc<dyn memvault_core::cluster::TenantOwnership>),
+        index_shelf,
     };
     let service = Memvault::start(store, embedders, service_config).await?;
     if let Some(cluster) = &cluster {

@@ -2,9 +2,12 @@
 //! (`[cluster]`). Requests for an account go to the node that holds its lease wherever
 //! they arrive; a revoked key stops working on every node at once; after `kill -9` of
 //! the node serving a busy collection, every acknowledged write is still there and
-//! writes resume on another node within 15 seconds.
+//! writes resume on another node within 15 seconds; a node that takes an account over
+//! starts its indexes from the snapshot the last owner kept in the shared blob store.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -23,10 +26,17 @@ struct Node {
 }
 
 fn start_node(url: &str, name: &str) -> Node {
+    start_logged_node(url, name, None, None)
+}
+
+/// A node; with `blobs`, its files (and index snapshots) go to that shared directory;
+/// with `log`, its log goes to that file at `info` for the index crate.
+fn start_logged_node(url: &str, name: &str, blobs: Option<&Path>, log: Option<&Path>) -> Node {
     let (data, data_dir) = temp_data_dir();
     let port = free_port();
     let advertise = format!("http://127.0.0.1:{port}");
-    let environment = [
+    let blobs = blobs.map(|root| root.display().to_string());
+    let mut environment = vec![
         ("MEMVAULT_BOOTSTRAP_KEY", ADMIN_KEY),
         ("MEMVAULT__STORE__BACKEND", "postgres"),
         ("MEMVAULT__STORE__URL", url),
@@ -38,8 +48,23 @@ fn start_node(url: &str, name: &str) -> Node {
             "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
         ),
     ];
-    let process = ServerProcess::start_on(&data_dir, &format!("127.0.0.1:{port}"), &environment)
-        .expect("a node starts");
+    if let Some(root) = &blobs {
+        environment.push(("MEMVAULT__BLOBS__ROOT", root.as_str()));
+    }
+    let stderr = match log {
+        Some(path) => {
+            environment.push(("RUST_LOG", "warn,memvault_index=info"));
+            Stdio::from(std::fs::File::create(path).expect("a log file"))
+        }
+        None => Stdio::inherit(),
+    };
+    let process = ServerProcess::start_with_log(
+        &data_dir,
+        &format!("127.0.0.1:{port}"),
+        &environment,
+        stderr,
+    )
+    .expect("a node starts");
     Node {
         process,
         _data: data,
@@ -251,4 +276,127 @@ fn three_nodes_serve_each_account_on_one_node_and_survive_a_kill() {
         .filter(|node| node["live"] == true)
         .count();
     assert_eq!(live, 2, "{status}");
+}
+
+#[test]
+fn the_next_owner_starts_from_the_index_snapshot_the_last_owner_kept() {
+    let database = memvault_test_postgres::fresh_database();
+    let url = database.url().to_owned();
+    let shared = tempfile::tempdir().unwrap();
+    let blobs = shared.path().join("blobs");
+    let logs = [shared.path().join("one.log"), shared.path().join("two.log")];
+    let mut nodes = vec![
+        start_logged_node(&url, "one", Some(&blobs), Some(&logs[0])),
+        start_logged_node(&url, "two", Some(&blobs), Some(&logs[1])),
+    ];
+    let key = new_tenant(&nodes[0], "snapshots");
+    let words: Vec<String> = (0..24).map(|index| format!("lantern{index}")).collect();
+    let mut ids = BTreeMap::new();
+    let mut owner = String::new();
+    for (index, word) in words.iter().enumerate() {
+        let response = nodes[index % 2].process.client(&key).post(
+            &memories_path("notes"),
+            &json!({"text": format!("a note about the {word} by the quay")}),
+        );
+        owner = answered_by(&response);
+        let created = expect_status(response, 201);
+        ids.insert(word.clone(), created["id"].as_str().unwrap().to_owned());
+    }
+
+    // The owner stops: its collections keep their snapshots on the way out.
+    let victim = nodes
+        .iter()
+        .position(|node| status_of(node)["cluster"]["node"] == owner.as_str())
+        .expect("the owner is one of the two");
+    nodes[victim].process.stop_gracefully();
+    let snapshots: Vec<_> = walk(&blobs.join("objects"))
+        .into_iter()
+        .filter(|path| path.ends_with("indexes/notes/snapshot"))
+        .collect();
+    assert_eq!(
+        snapshots.len(),
+        1,
+        "one snapshot in the shared blob store: {snapshots:?}"
+    );
+
+    // The other node takes the account over and unpacks it; every memory is found by
+    // its own word, in text and hybrid search, and a new one is added.
+    let survivor = &nodes[1 - victim];
+    let client = survivor.process.client(&key);
+    let found = until_found(&client, &words[5]);
+    assert_eq!(found, vec![ids[&words[5]].clone()]);
+    for word in &words {
+        for mode in ["text", "hybrid"] {
+            let body = expect_status(
+                client.post(
+                    "/v1/memory/collections/notes/search",
+                    &json!({"query": word, "mode": mode, "limit": 1}),
+                ),
+                200,
+            );
+            assert_eq!(
+                body["results"][0]["id"],
+                ids[word].as_str(),
+                "{mode} {word}"
+            );
+        }
+    }
+    let created = expect_status(
+        client.post(
+            &memories_path("notes"),
+            &json!({"text": "a note about the beacon"}),
+        ),
+        201,
+    );
+    let body = expect_status(
+        client.post(
+            "/v1/memory/collections/notes/search",
+            &json!({"query": "beacon", "mode": "text"}),
+        ),
+        200,
+    );
+    assert_eq!(body["results"][0]["id"], created["id"]);
+    let log = std::fs::read_to_string(&logs[1 - victim]).unwrap();
+    assert!(
+        log.contains("index snapshot unpacked"),
+        "the new owner started from the snapshot: {log}"
+    );
+}
+
+/// Text search for `word` until the account is served again (503 while it moves).
+fn until_found(client: &Client, word: &str) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let response = client.post(
+            "/v1/memory/collections/notes/search",
+            &json!({"query": word, "mode": "text"}),
+        );
+        if response.status().as_u16() == 200 {
+            let body: Value = response.json().unwrap();
+            return body["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|hit| hit["id"].as_str().unwrap().to_owned())
+                .collect();
+        }
+        assert!(Instant::now() < deadline, "the account is not served again");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn walk(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
 }

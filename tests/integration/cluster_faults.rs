@@ -15,7 +15,8 @@
 //! - an extraction job ran once (its fact, which has no slot, is stored once);
 //! - every created memory's webhook event was delivered, and none twice;
 //! - the owner's search (text and vector) finds exactly the current memories the
-//!   database holds.
+//!   database holds, though its indexes may have started from a snapshot in the shared
+//!   blob store that a paused node kept after it had lost the account.
 //!
 //! `MEMVAULT_FAULT_SEED` picks the schedule (default 1), `MEMVAULT_FAULT_ROUNDS` the
 //! number of rounds (default 4; the note's long run used 50).
@@ -68,16 +69,19 @@ struct Node {
     port: u16,
     _data: tempfile::TempDir,
     data_dir: PathBuf,
+    /// The blob store every node shares (files, index snapshots).
+    blobs: String,
     process: Option<ServerProcess>,
 }
 
 impl Node {
-    fn new() -> Self {
+    fn new(blobs: &std::path::Path) -> Self {
         let (data, data_dir) = temp_data_dir();
         Self {
             port: free_port(),
             _data: data,
             data_dir,
+            blobs: blobs.display().to_string(),
             process: None,
         }
     }
@@ -100,6 +104,7 @@ impl Node {
             ("MEMVAULT__CLUSTER__SECRET", SECRET),
             ("MEMVAULT__CLUSTER__LEASE_TTL_MS", ttl.as_str()),
             ("MEMVAULT__SECURITY__ENCRYPTION_KEY", ENCRYPTION_KEY),
+            ("MEMVAULT__BLOBS__ROOT", self.blobs.as_str()),
             ("MEMVAULT__WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true"),
             ("MEMVAULT__WEBHOOKS__INITIAL_BACKOFF_MS", "200"),
             // The writers are the test's, not a tenant flooding the service.
@@ -447,7 +452,8 @@ fn nodes_paused_cut_off_and_crashed_under_writers_lose_nothing_and_never_write_u
     let test_database = memvault_test_postgres::fresh_database();
     let url = test_database.url().to_owned();
     let (receiver_port, received) = start_receiver();
-    let mut nodes: Vec<Node> = (0..3).map(|_| Node::new()).collect();
+    let blobs = tempfile::tempdir().unwrap();
+    let mut nodes: Vec<Node> = (0..3).map(|_| Node::new(blobs.path())).collect();
     nodes[0].start(&url);
     let mut database = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     install_audit(&mut database);

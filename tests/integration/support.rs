@@ -342,6 +342,16 @@ impl ServerProcess {
         bind: &str,
         environment: &[(&str, &str)],
     ) -> Result<Self, String> {
+        Self::start_with_log(data_dir, bind, environment, Stdio::inherit())
+    }
+
+    /// [`Self::start_on`] with the log (stderr) sent to `log` (a file the test reads).
+    pub fn start_with_log(
+        data_dir: &Path,
+        bind: &str,
+        environment: &[(&str, &str)],
+        log: Stdio,
+    ) -> Result<Self, String> {
         let mut command = Command::new(env!("CARGO_BIN_EXE_memvault"));
         command
             .args(["serve", "--bind", bind, "--data-dir"])
@@ -350,7 +360,7 @@ impl ServerProcess {
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(log);
         for (name, value) in environment {
             command.env(name, value);
         }

@@ -8,9 +8,11 @@
 //! (`MemoryRecord::index_key`) only grow, so "behind" is a key comparison.
 
 pub mod search;
+mod snapshot;
 mod text;
 mod vector;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -19,6 +21,7 @@ use std::time::Instant;
 use memvault_storage::{CollectionName, EmbeddingModel, TenantId};
 use serde::{Deserialize, Serialize};
 
+pub use snapshot::{snapshot_path, SnapshotShelf, SNAPSHOT_FOLDER};
 pub use text::{KeyFilter, TextHit, TextIndex};
 pub use vector::{dot, Quantization, VectorHit, VectorIndex};
 
@@ -47,9 +50,72 @@ pub struct IndexSettings {
     pub root: Option<PathBuf>,
     /// The configured embedding model: new collections are built with it.
     pub model: EmbeddingModel,
+    /// Where snapshots of the indexes are kept for the next node to serve a collection
+    /// (several nodes); `None` keeps none. Used only with a `root`.
+    pub shelf: Option<Arc<dyn SnapshotShelf>>,
 }
 
 impl IndexSettings {
+    /// Opens a collection's indexes (see [`CollectionIndexes::open`]). With a shelf and no
+    /// saved index on this node, the collection's latest snapshot is unpacked first, so
+    /// only what changed since it is indexed.
+    pub fn open(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        model: &EmbeddingModel,
+        memories: &[IndexInput<'_>],
+    ) -> Result<CollectionIndexes, IndexError> {
+        let label = format!("{tenant}/{collection}");
+        let directory = self.directory(tenant, collection);
+        let (Some(shelf), Some(directory)) = (&self.shelf, &directory) else {
+            return CollectionIndexes::open_with(
+                directory.as_deref(),
+                model,
+                memories,
+                &label,
+                None,
+            );
+        };
+        let saved = directory.join("vectors.json").exists()
+            || directory.join("text").join("meta.json").exists();
+        if !saved && !memories.is_empty() {
+            let started = Instant::now();
+            match shelf.fetch(tenant, collection) {
+                Ok(Some(packed)) => match snapshot::unpack(&packed, directory) {
+                    Ok(()) => tracing::info!(
+                        collection = label,
+                        bytes = packed.len(),
+                        elapsed_ms = started.elapsed().as_millis() as u64,
+                        "index snapshot unpacked"
+                    ),
+                    Err(error) => {
+                        tracing::warn!(collection = label, %error, "index snapshot unusable; rebuilding");
+                        let _ = std::fs::remove_dir_all(directory);
+                    }
+                },
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(collection = label, %error, "index snapshot unreadable; rebuilding")
+                }
+            }
+        }
+        let shelving = snapshot::Shelving::new(shelf.clone(), tenant.clone(), collection.clone());
+        CollectionIndexes::open_with(Some(directory), model, memories, &label, Some(shelving))
+    }
+
+    /// Deletes a collection's saved indexes, here and on the shelf.
+    pub fn destroy(&self, tenant: &TenantId, collection: &CollectionName) {
+        if let Some(directory) = self.directory(tenant, collection) {
+            CollectionIndexes::destroy(&directory);
+        }
+        if let Some(shelf) = &self.shelf {
+            if let Err(error) = shelf.discard(tenant, collection) {
+                tracing::warn!(tenant = %tenant, collection = %collection, %error, "index snapshot not deleted");
+            }
+        }
+    }
+
     /// Removes what is saved of a tenant's indexes: with several nodes, what this node
     /// saved while it last served the tenant misses what another node wrote since.
     pub fn forget_tenant(&self, tenant: &TenantId) -> std::io::Result<()> {
@@ -84,6 +150,8 @@ pub struct CollectionIndexes {
     /// The model that made the vectors.
     model: EmbeddingModel,
     unsaved: AtomicUsize,
+    /// Snapshots for other nodes; `None` keeps none.
+    shelving: Option<Arc<snapshot::Shelving>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -106,6 +174,19 @@ impl CollectionIndexes {
         memories: &[IndexInput<'_>],
         label: &str,
     ) -> Result<Self, IndexError> {
+        Self::open_with(directory, model, memories, label, None)
+    }
+
+    /// [`CollectionIndexes::open`], keeping snapshots through `shelving`. When the
+    /// directory holds an unpacked snapshot's key list, every memory it does not list
+    /// with the same fingerprint is indexed again (see [`snapshot`]).
+    fn open_with(
+        directory: Option<&Path>,
+        model: &EmbeddingModel,
+        memories: &[IndexInput<'_>],
+        label: &str,
+        shelving: Option<snapshot::Shelving>,
+    ) -> Result<Self, IndexError> {
         let Some(directory) = directory else {
             let indexes = Self {
                 vector: VectorIndex::new(model.dimensions)?,
@@ -113,46 +194,84 @@ impl CollectionIndexes {
                 directory: None,
                 model: model.clone(),
                 unsaved: AtomicUsize::new(0),
+                shelving: None,
             };
-            indexes.index_all(memories, |_| true, |_| true, label)?;
+            indexes.index_all(memories, |_, _| true, |_, _| true, 0, label)?;
             return Ok(indexes);
         };
         std::fs::create_dir_all(directory).map_err(|error| IndexError::Io(error.to_string()))?;
+        let listed: Option<HashMap<u64, u64>> = snapshot::read_key_list(directory);
         let (vector, vector_highest) = open_vectors(directory, model, memories.len(), label)?;
         let (text, text_highest) = open_text(directory, label)?;
+        let fingerprints: Vec<u64> = if shelving.is_some() || listed.is_some() {
+            memories
+                .iter()
+                .map(|input| snapshot::fingerprint(input.text))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let indexes = Self {
             vector,
             text: Arc::new(text),
             directory: Some(directory.to_owned()),
             model: model.clone(),
             unsaved: AtomicUsize::new(0),
+            shelving: shelving.map(Arc::new),
         };
-        let vector_missing = |input: &IndexInput<'_>| {
-            input.key > vector_highest || !indexes.vector.contains(input.key)
+        let unlisted = |position: usize, input: &IndexInput<'_>| {
+            listed
+                .as_ref()
+                .is_some_and(|listed| listed.get(&input.key) != fingerprints.get(position))
         };
-        let text_missing = |input: &IndexInput<'_>| input.key > text_highest;
-        indexes.index_all(memories, vector_missing, text_missing, label)?;
+        let vector_missing = |position: usize, input: &IndexInput<'_>| {
+            input.key > vector_highest
+                || !indexes.vector.contains(input.key)
+                || unlisted(position, input)
+        };
+        let text_missing = |position: usize, input: &IndexInput<'_>| {
+            input.key > text_highest || unlisted(position, input)
+        };
+        let reindexed =
+            indexes.index_all(memories, vector_missing, text_missing, text_highest, label)?;
         indexes.flush()?;
+        if listed.is_some() {
+            let _ = std::fs::remove_file(directory.join(snapshot::KEY_LIST));
+        }
+        if let Some(shelving) = &indexes.shelving {
+            shelving.fill(
+                memories.iter().map(|input| input.key).zip(fingerprints),
+                reindexed,
+            );
+        }
         Ok(indexes)
     }
 
+    /// Indexes the memories each test says are missing; a text document whose key is at
+    /// most `replace_up_to` may be there with older text, and is deleted first. Returns
+    /// how many vectors were added.
     fn index_all(
         &self,
         memories: &[IndexInput<'_>],
-        vector_missing: impl Fn(&IndexInput<'_>) -> bool + Sync,
-        text_missing: impl Fn(&IndexInput<'_>) -> bool,
+        vector_missing: impl Fn(usize, &IndexInput<'_>) -> bool,
+        text_missing: impl Fn(usize, &IndexInput<'_>) -> bool,
+        replace_up_to: u64,
         label: &str,
-    ) -> Result<(), IndexError> {
+    ) -> Result<usize, IndexError> {
         let for_vectors: Vec<&IndexInput<'_>> = memories
             .iter()
-            .filter(|input| vector_missing(input))
+            .enumerate()
+            .filter(|(position, input)| vector_missing(*position, input))
+            .map(|(_, input)| input)
             .collect();
         let for_text: Vec<&IndexInput<'_>> = memories
             .iter()
-            .filter(|input| text_missing(input))
+            .enumerate()
+            .filter(|(position, input)| text_missing(*position, input))
+            .map(|(_, input)| input)
             .collect();
         if for_vectors.is_empty() && for_text.is_empty() {
-            return Ok(());
+            return Ok(0);
         }
         let started = Instant::now();
         if for_vectors.len() + for_text.len() >= PROGRESS_EVERY {
@@ -193,6 +312,9 @@ impl CollectionIndexes {
             Ok(())
         })?;
         for input in &for_text {
+            if input.key <= replace_up_to {
+                self.text.remove(input.key);
+            }
             self.text.add(input.key, input.text)?;
         }
         self.unsaved.fetch_add(for_vectors.len(), Ordering::Relaxed);
@@ -203,7 +325,13 @@ impl CollectionIndexes {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "indexes caught up with the store"
         );
-        Ok(())
+        Ok(for_vectors.len())
+    }
+
+    /// The highest memory key either index holds or held: a collection hands out keys
+    /// above it, so no stale entry answers for a new memory.
+    pub fn highest_key(&self) -> u64 {
+        self.vector.highest_key().max(self.text.highest_key())
     }
 
     /// The model that made the vectors.
@@ -225,6 +353,7 @@ impl CollectionIndexes {
             text: self.text.clone(),
             directory: self.directory.clone(),
             model,
+            shelving: self.shelving.clone(),
         };
         indexes.flush()?;
         Ok(indexes)
@@ -236,20 +365,55 @@ impl CollectionIndexes {
         self.vector.add(key, embedding)?;
         self.text.add(key, text)?;
         self.unsaved.fetch_add(1, Ordering::Relaxed);
+        if let Some(shelving) = &self.shelving {
+            shelving.added(key, snapshot::fingerprint(text));
+        }
         Ok(())
     }
 
     pub fn remove(&self, key: u64) -> Result<(), IndexError> {
         self.vector.remove(key)?;
         self.text.remove(key);
+        if let Some(shelving) = &self.shelving {
+            shelving.removed(key);
+        }
         Ok(())
     }
 
-    /// Periodic upkeep: commit pending text writes; save the vectors once enough changed.
+    /// Whether [`CollectionIndexes::maintain`] has work: text writes to commit, or a
+    /// snapshot due.
+    pub fn needs_upkeep(&self) -> bool {
+        self.text.is_dirty()
+            || self
+                .shelving
+                .as_ref()
+                .is_some_and(|shelving| shelving.due())
+    }
+
+    /// Periodic upkeep: commit pending text writes; save the vectors once enough changed;
+    /// pack a snapshot when one is due (uploaded in the background).
     pub fn maintain(&self) -> Result<(), IndexError> {
         self.text.commit()?;
         if self.unsaved.load(Ordering::Relaxed) >= SAVE_EVERY {
             self.save_vectors()?;
+        }
+        if let (Some(shelving), Some(directory)) = (&self.shelving, &self.directory) {
+            if shelving.due() {
+                self.flush()?;
+                shelving.shelve(directory, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Saves everything and, when anything changed since the last snapshot, keeps one
+    /// before returning (the collection stops: the next node starts from it).
+    pub fn close(&self) -> Result<(), IndexError> {
+        self.flush()?;
+        if let (Some(shelving), Some(directory)) = (&self.shelving, &self.directory) {
+            if shelving.has_changes() {
+                shelving.shelve(directory, true)?;
+            }
         }
         Ok(())
     }

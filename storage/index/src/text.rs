@@ -141,6 +141,11 @@ impl TextIndex {
         Ok(())
     }
 
+    /// The highest memory key added (committed or not).
+    pub fn highest_key(&self) -> u64 {
+        self.highest_key.load(Ordering::SeqCst)
+    }
+
     pub fn is_dirty(&self) -> bool {
         self.dirty.load(Ordering::SeqCst)
     }

@@ -132,10 +132,6 @@ impl CollectionState {
         }
     }
 
-    fn directory(&self) -> Option<std::path::PathBuf> {
-        self.indexing.directory(self.tenant(), self.name())
-    }
-
     fn next_key(&mut self) -> u64 {
         self.highest_key += 1;
         self.highest_key
@@ -316,11 +312,12 @@ impl Actor for CollectionActor {
         );
         let mut stored = blocking(move || store.memories(&tenant, &name)).await?;
         let highest_key = assign_missing_keys(&mut stored);
-        let directory = args
-            .indexing
-            .directory(&args.handle.tenant, &args.handle.name);
         let model = (**args.handle.embedding.load()).clone();
-        let label = format!("{}/{}", args.handle.tenant, args.handle.name);
+        let (indexing, tenant, name) = (
+            args.indexing.clone(),
+            args.handle.tenant.clone(),
+            args.handle.name.clone(),
+        );
         let (indexes, stored) = tokio::task::spawn_blocking(move || {
             let inputs: Vec<IndexInput<'_>> = stored
                 .iter()
@@ -330,12 +327,13 @@ impl Actor for CollectionActor {
                     embedding: &memory.embedding,
                 })
                 .collect();
-            let indexes = CollectionIndexes::open(directory.as_deref(), &model, &inputs, &label);
+            let indexes = indexing.open(&tenant, &name, &model, &inputs);
             drop(inputs);
             (indexes, stored)
         })
         .await?;
         let indexes = Arc::new(indexes?);
+        let highest_key = highest_key.max(indexes.highest_key());
         let mut current = CollectionSnapshot {
             version: args.handle.snapshot.load().version,
             ..CollectionSnapshot::default()
@@ -398,7 +396,7 @@ impl Actor for CollectionActor {
             return Ok(());
         }
         let indexes = state.indexes.clone();
-        match tokio::task::spawn_blocking(move || indexes.flush()).await {
+        match tokio::task::spawn_blocking(move || indexes.close()).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => tracing::warn!(
                 collection = %state.name(),
@@ -512,11 +510,14 @@ impl Actor for CollectionActor {
                 if destroyed {
                     state.destroyed = true;
                     state.handle.indexes.store(None);
-                    if let Some(directory) = state.directory() {
-                        tokio::task::spawn_blocking(move || CollectionIndexes::destroy(&directory))
-                            .await
-                            .ok();
-                    }
+                    let (indexing, tenant, name) = (
+                        state.indexing.clone(),
+                        state.tenant().clone(),
+                        state.name().clone(),
+                    );
+                    tokio::task::spawn_blocking(move || indexing.destroy(&tenant, &name))
+                        .await
+                        .ok();
                 }
                 settle(reply, result, state)?;
                 if destroyed {
@@ -533,7 +534,7 @@ impl Actor for CollectionActor {
                 settle(reply, result, state)
             }
             CollectionMessage::Maintain => {
-                if !state.destroyed && state.indexes.text.is_dirty() {
+                if !state.destroyed && state.indexes.needs_upkeep() {
                     state.index(|indexes| indexes.maintain()).await;
                 }
                 match state.index_failure.take() {

@@ -121,6 +121,8 @@ pub struct ServiceConfig {
     /// Several nodes: which tenants this node serves (none is loaded at start; each is
     /// loaded when claimed, [`Memvault::adopt_tenant`]). `None`: one node, all of them.
     pub ownership: Option<Arc<dyn crate::cluster::TenantOwnership>>,
+    /// Where snapshots of collections' indexes are kept for the next node (several nodes).
+    pub index_shelf: Option<Arc<dyn memvault_index::SnapshotShelf>>,
 }
 
 /// The blob store files go to, and the signer that checks the presigned URLs memvault
@@ -180,6 +182,7 @@ impl Default for ServiceConfig {
             restarts: memvault_types::RestartPolicy::ACTORS,
             databases: None,
             ownership: None,
+            index_shelf: None,
         }
     }
 }
@@ -356,6 +359,7 @@ impl Memvault {
         let indexing = Arc::new(IndexSettings {
             root: config.index_dir.clone(),
             model: embedders.current_model().clone(),
+            shelf: config.index_shelf.clone(),
         });
         let events = EventBroker::new(config.clock.clone());
         let args = RootArgs {

@@ -147,5 +147,9 @@ fn memories_of(snapshot: &TenantSnapshot) -> u64 {
 pub(crate) async fn stored_bytes(platform: &Arc<dyn BlobStore>, tenant: &TenantId) -> Result<u64> {
     let prefix = BlobPrefix::tenant(tenant).map_err(storage_error)?;
     let entries = platform.list(&prefix).await.map_err(storage_error)?;
-    Ok(entries.iter().map(|entry| entry.size).sum())
+    let snapshots = format!("{}/", memvault_index::SNAPSHOT_FOLDER);
+    let files = entries
+        .iter()
+        .filter(|entry| !entry.key.path().starts_with(&snapshots));
+    Ok(files.map(|entry| entry.size).sum())
 }
