@@ -334,6 +334,7 @@ async fn open_store(config: &Config) -> Result<OpenedStore, StartupError> {
         StoreBackend::Postgres => {
             let url = config.store.url.clone().unwrap_or_default();
             let cluster = config.cluster.clone();
+            let mail_domain = config.email.domain.clone();
             tokio::task::spawn_blocking(move || {
                 let mut store = memvault_postgres::PgStore::connect(&url)?;
                 if cluster.enabled() {
@@ -341,7 +342,11 @@ async fn open_store(config: &Config) -> Result<OpenedStore, StartupError> {
                 }
                 let store = Arc::new(store);
                 let node = match cluster.enabled() {
-                    true => Some(crate::cluster::Cluster::join(store.clone(), &cluster)?),
+                    true => Some(crate::cluster::Cluster::join(
+                        store.clone(),
+                        &cluster,
+                        &mail_domain,
+                    )?),
                     false => None,
                 };
                 tracing::info!("store: Postgres; waiting for the start-up lock");

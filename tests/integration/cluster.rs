@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::smtp_sink::SmtpSink;
 use crate::support::{
     expect_status, free_port, memories_path, temp_data_dir, Client, ServerProcess,
 };
@@ -26,12 +27,19 @@ struct Node {
 }
 
 fn start_node(url: &str, name: &str) -> Node {
-    start_logged_node(url, name, None, None)
+    start_logged_node(url, name, None, None, &[])
 }
 
 /// A node; with `blobs`, its files (and index snapshots) go to that shared directory;
-/// with `log`, its log goes to that file at `info` for the index crate.
-fn start_logged_node(url: &str, name: &str, blobs: Option<&Path>, log: Option<&Path>) -> Node {
+/// with `log`, its log goes to that file at `info` for the index crate; `extra` adds
+/// settings.
+fn start_logged_node(
+    url: &str,
+    name: &str,
+    blobs: Option<&Path>,
+    log: Option<&Path>,
+    extra: &[(&str, String)],
+) -> Node {
     let (data, data_dir) = temp_data_dir();
     let port = free_port();
     let advertise = format!("http://127.0.0.1:{port}");
@@ -51,6 +59,7 @@ fn start_logged_node(url: &str, name: &str, blobs: Option<&Path>, log: Option<&P
     if let Some(root) = &blobs {
         environment.push(("MEMVAULT__BLOBS__ROOT", root.as_str()));
     }
+    environment.extend(extra.iter().map(|(name, value)| (*name, value.as_str())));
     let stderr = match log {
         Some(path) => {
             environment.push(("RUST_LOG", "warn,memvault_index=info"));
@@ -286,8 +295,8 @@ fn the_next_owner_starts_from_the_index_snapshot_the_last_owner_kept() {
     let blobs = shared.path().join("blobs");
     let logs = [shared.path().join("one.log"), shared.path().join("two.log")];
     let mut nodes = vec![
-        start_logged_node(&url, "one", Some(&blobs), Some(&logs[0])),
-        start_logged_node(&url, "two", Some(&blobs), Some(&logs[1])),
+        start_logged_node(&url, "one", Some(&blobs), Some(&logs[0]), &[]),
+        start_logged_node(&url, "two", Some(&blobs), Some(&logs[1]), &[]),
     ];
     let key = new_tenant(&nodes[0], "snapshots");
     let words: Vec<String> = (0..24).map(|index| format!("lantern{index}")).collect();
@@ -399,4 +408,77 @@ fn walk(root: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     found
+}
+
+#[test]
+fn requests_without_a_key_reach_the_node_of_the_account_they_name() {
+    let database = memvault_test_postgres::fresh_database();
+    let url = database.url().to_owned();
+    let sink = SmtpSink::start();
+    let mail = [
+        ("MEMVAULT__MAIL__SMTP_URL", sink.url()),
+        (
+            "MEMVAULT__MAIL__FROM",
+            "memvault <noreply@memvault.test>".to_owned(),
+        ),
+        ("MEMVAULT__MAIL__INITIAL_BACKOFF_MS", "100".to_owned()),
+    ];
+    let nodes = [
+        start_logged_node(&url, "one", None, None, &mail),
+        start_logged_node(&url, "two", None, None, &mail),
+    ];
+    let key = new_tenant(&nodes[0], "keyless");
+    let email = "keyless@example.com";
+    let response = nodes[0].process.client(&key).post(
+        &memories_path("notes"),
+        &json!({"text": "served somewhere"}),
+    );
+    let owner = answered_by(&response);
+    expect_status(response, 201);
+    let other = nodes
+        .iter()
+        .find(|node| status_of(node)["cluster"]["node"] != owner.as_str())
+        .expect("a node that does not serve the account");
+
+    // Key recovery asked of the node that does not serve the account: the account's
+    // node finds it by its email and mails the link.
+    let anonymous = Client::new(&other.process.base_url, None);
+    let response = anonymous.post("/v1/memory/recover-key", &json!({"email": email}));
+    assert_eq!(
+        answered_by(&response),
+        owner,
+        "recovery runs on the account's node"
+    );
+    expect_status(response, 202);
+    let text = sink.wait_for(email, 1).remove(0).text();
+    let start = text.find("/v1/memory/reveal/").expect("a reveal link");
+    let path = text[start..].split_whitespace().next().unwrap().to_owned();
+
+    // The link, opened on the other node, reveals the new key there too.
+    let revealed = reqwest::blocking::Client::new()
+        .post(format!("{}{path}", other.process.base_url))
+        .header("accept", "application/json")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("confirm=reveal")
+        .send()
+        .unwrap();
+    assert_eq!(answered_by(&revealed), owner);
+    let revealed = expect_status(revealed, 200);
+    let new_key = revealed["api_key"].as_str().unwrap();
+    for node in &nodes {
+        expect_status(node.process.client(new_key).get("/v1/memory/admin/me"), 200);
+        expect_status(node.process.client(&key).get("/v1/memory/admin/me"), 401);
+    }
+
+    // A keyless request that names no account is answered where it arrives, as by one
+    // node: an unknown email gets the same 202 and no mail.
+    let response = anonymous.post(
+        "/v1/memory/recover-key",
+        &json!({"email": "nobody@example.com"}),
+    );
+    assert_eq!(
+        answered_by(&response),
+        status_of(other)["cluster"]["node"].as_str().unwrap()
+    );
+    expect_status(response, 202);
 }

@@ -19,7 +19,8 @@
 //!   blob store that a paused node kept after it had lost the account.
 //!
 //! `MEMVAULT_FAULT_SEED` picks the schedule (default 1), `MEMVAULT_FAULT_ROUNDS` the
-//! number of rounds (default 4; the note's long run used 50).
+//! number of rounds (default 4; the note's long run used 50), `MEMVAULT_FAULT_LOG` the
+//! nodes' log filter (default `warn`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -96,7 +97,10 @@ impl Node {
         let url = self.url();
         let store_url = format!("{database_url} application_name={url}");
         let ttl = LEASE_TTL_MS.to_string();
+        // MEMVAULT_FAULT_LOG (a tracing filter) shows more of the nodes' logs.
+        let log = std::env::var("MEMVAULT_FAULT_LOG").unwrap_or_else(|_| "warn".to_owned());
         let environment = [
+            ("RUST_LOG", log.as_str()),
             ("MEMVAULT_BOOTSTRAP_KEY", ADMIN_KEY),
             ("MEMVAULT__STORE__BACKEND", "postgres"),
             ("MEMVAULT__STORE__URL", store_url.as_str()),

@@ -29,6 +29,23 @@ pub fn tenant_lease(tenant: &TenantId) -> String {
     format!("tenant:{tenant}")
 }
 
+/// What a request that carries no API key names its tenant by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TenantLookup {
+    /// The tenant's id itself (a Stripe event that carries it).
+    Tenant(String),
+    /// A connector's OAuth flow: the hex SHA-256 of its `state`.
+    OAuthState(String),
+    /// A reveal link: the hex SHA-256 of its token.
+    Reveal(String),
+    /// A mail-in drop address: the hex SHA-256 of its lower-cased local part.
+    MailAddress(String),
+    /// The account's email, compared without case.
+    Email(String),
+    /// A Stripe customer id, as the tenant's billing settings keep it.
+    StripeCustomer(String),
+}
+
 /// A lease as the database has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
@@ -441,6 +458,44 @@ impl PgStore {
                 )
                 .await
                 .map_err(pg)?;
+            Ok(row.map(|row| TenantId::from_stored(row.get::<_, String>(0))))
+        })
+    }
+
+    /// The tenant a request without an API key is about, found by what it names (several
+    /// nodes send it to that tenant's node); `None` when no tenant has it.
+    pub fn tenant_named(&self, lookup: &TenantLookup) -> Result<Option<TenantId>> {
+        // Records are JSON bytes (0001_init.sql); `json`, unlike `jsonb`, reads one whose
+        // other strings hold \u0000.
+        let (query, value) = match lookup {
+            TenantLookup::Tenant(id) => ("SELECT id FROM tenants WHERE id = $1", id),
+            TenantLookup::OAuthState(hash) => (
+                "SELECT tenant_id FROM oauth_states WHERE state_hash = $1",
+                hash,
+            ),
+            TenantLookup::Reveal(hash) => {
+                ("SELECT tenant_id FROM reveals WHERE token_hash = $1", hash)
+            }
+            TenantLookup::MailAddress(hash) => (
+                "SELECT tenant_id FROM email_addresses WHERE local_hash = $1",
+                hash,
+            ),
+            TenantLookup::Email(email) => (
+                "SELECT id FROM tenants \
+                 WHERE lower(convert_from(record, 'UTF8')::json->>'email') = lower($1) \
+                 ORDER BY id LIMIT 1",
+                email,
+            ),
+            TenantLookup::StripeCustomer(customer) => (
+                "SELECT tenant_id FROM tenant_settings \
+                 WHERE convert_from(record, 'UTF8')::json->'billing'->>'customer_id' = $1 \
+                 ORDER BY tenant_id LIMIT 1",
+                customer,
+            ),
+        };
+        self.block(async {
+            let client = self.client().await?;
+            let row = client.query_opt(query, &[value]).await.map_err(pg)?;
             Ok(row.map(|row| TenantId::from_stored(row.get::<_, String>(0))))
         })
     }

@@ -72,7 +72,7 @@
 
 mod cluster;
 
-pub use cluster::{tenant_lease, Claim, Lease, NodeRecord};
+pub use cluster::{tenant_lease, Claim, Lease, NodeRecord, TenantLookup};
 
 use std::future::Future;
 use std::str::FromStr;

@@ -205,3 +205,87 @@ fn any_node_finds_the_tenant_of_a_key_by_its_hash() {
     assert_eq!(b.tenant_of_key(&key.key_hash).unwrap(), Some(tenant.id));
     assert_eq!(b.tenant_of_key("0000").unwrap(), None);
 }
+
+#[test]
+fn any_node_finds_the_tenant_a_keyless_request_names() {
+    use chrono::{Duration as Span, Utc};
+    use memvault_postgres::TenantLookup;
+    use memvault_storage::records::{
+        BillingRecord, EmailAddressRecord, OAuthStateRecord, RevealPurpose, RevealRecord,
+    };
+    use memvault_storage::{AccountStore, ConnectorStore, TenantSettings};
+
+    let database = memvault_test_postgres::fresh_database();
+    let a = node(database.url(), "a");
+    let tenant = sample_tenant("keyless");
+    let other = sample_tenant("keyless-other");
+    for record in [&tenant, &other] {
+        a.put_tenant(record).unwrap();
+        held(a.claim(&tenant_lease(&record.id), LONG).unwrap());
+    }
+    let settings = TenantSettings {
+        billing: Some(BillingRecord {
+            customer_id: Some("cus_42".to_owned()),
+            subscription_id: None,
+            status: "active".to_owned(),
+            last_event_id: "evt_1".to_owned(),
+            updated_at: Utc::now(),
+        }),
+        ..TenantSettings::default()
+    };
+    a.put_tenant_settings(&tenant.id, &settings).unwrap();
+    a.put_reveal(&RevealRecord {
+        token_hash: "reveal-hash".to_owned(),
+        tenant_id: tenant.id.clone(),
+        purpose: RevealPurpose::Recover,
+        created_at: Utc::now(),
+        expires_at: Utc::now() + Span::hours(1),
+    })
+    .unwrap();
+    let address = EmailAddressRecord {
+        tenant_id: tenant.id.clone(),
+        local_hash: "local-hash".to_owned(),
+        local_sealed: "v1:sealed".to_owned(),
+        collection: CollectionName::parse("inbox").unwrap(),
+        created_at: Utc::now(),
+    };
+    assert!(a.replace_email_address(&address, None).unwrap());
+    a.put_oauth_state(&OAuthStateRecord {
+        state_hash: "state-hash".into(),
+        tenant_id: tenant.id.clone(),
+        key_id: "key-1".into(),
+        provider: "notion".into(),
+        collection: CollectionName::parse("notes").unwrap(),
+        name: None,
+        container_tag: None,
+        config: serde_json::json!({}),
+        redirect_uri: "http://127.0.0.1/cb".into(),
+        created_at: Utc::now(),
+        expires_at: Utc::now() + Span::minutes(10),
+    })
+    .unwrap();
+
+    let b = node(database.url(), "b");
+    let found = |lookup: TenantLookup| b.tenant_named(&lookup).unwrap();
+    let id = Some(tenant.id.clone());
+    assert_eq!(found(TenantLookup::Tenant(tenant.id.to_string())), id);
+    assert_eq!(found(TenantLookup::OAuthState("state-hash".into())), id);
+    assert_eq!(found(TenantLookup::Reveal("reveal-hash".into())), id);
+    assert_eq!(found(TenantLookup::MailAddress("local-hash".into())), id);
+    assert_eq!(found(TenantLookup::Email("KEYLESS@example.com".into())), id);
+    assert_eq!(found(TenantLookup::StripeCustomer("cus_42".into())), id);
+    assert_eq!(
+        found(TenantLookup::Email("keyless-other@example.com".into())),
+        Some(other.id.clone())
+    );
+    for unknown in [
+        TenantLookup::Tenant("ten_nobody".into()),
+        TenantLookup::OAuthState("nope".into()),
+        TenantLookup::Reveal("nope".into()),
+        TenantLookup::MailAddress("nope".into()),
+        TenantLookup::Email("nobody@example.com".into()),
+        TenantLookup::StripeCustomer("cus_nobody".into()),
+    ] {
+        assert_eq!(found(unknown.clone()), None, "{unknown:?}");
+    }
+}

@@ -11,8 +11,10 @@
 //! 3. on the three nodes, `kill -9` of the node serving a busy account: the time until a
 //!    write to it is accepted again on another node;
 //! 4. the takeover of an account of `--memories` memories (the stand-in embedding endpoint
-//!    of `fake_embeddings`, so loading takes minutes, not hours) on two nodes: `kill -9` of
-//!    its node, then the time until another node accepts a write and answers a search.
+//!    of `fake_embeddings`, so loading takes minutes, not hours) on two nodes sharing a
+//!    blob directory: `kill -9` of its node, then the time until another node accepts a
+//!    write and answers a search; first from the index snapshot the killed node kept,
+//!    then (the killed node back, the snapshot deleted, the other node killed) without.
 //!
 //! Numbers are printed, never asserted.
 
@@ -109,7 +111,8 @@ fn free_port() -> Result<u16, BenchError> {
 struct Node {
     server: ServerProcess,
     id: String,
-    _data: tempfile::TempDir,
+    port: u16,
+    data: tempfile::TempDir,
 }
 
 async fn start_nodes(
@@ -125,43 +128,57 @@ async fn start_nodes(
             .tempdir()
             .map_err(|error| BenchError::Setup(format!("temp dir: {error}")))?;
         let port = free_port()?;
-        let mut environment: Vec<(String, String)> = vec![
-            ("MEMVAULT__STORE__BACKEND".into(), "postgres".into()),
-            ("MEMVAULT__STORE__URL".into(), database.to_owned()),
-            (
-                "MEMVAULT__CLUSTER__ADVERTISE_URL".into(),
-                format!("http://127.0.0.1:{port}"),
-            ),
-            ("MEMVAULT__CLUSTER__SECRET".into(), SECRET.into()),
-            ("MEMVAULT__CLUSTER__NODE_NAME".into(), format!("n{index}")),
-            (
-                "MEMVAULT__CLUSTER__LEASE_TTL_MS".into(),
-                LEASE_TTL_MS.to_string(),
-            ),
-            (
-                "MEMVAULT__SECURITY__ENCRYPTION_KEY".into(),
-                ENCRYPTION_KEY.into(),
-            ),
-        ];
-        environment.extend(extra.iter().cloned());
-        let server =
-            ServerProcess::start_at(data.path(), key, &format!("127.0.0.1:{port}"), &environment)
-                .await?;
-        let status: Value = reqwest::get(format!("{}/v1/status", server.base_url))
-            .await?
-            .json()
-            .await?;
-        let id = status["cluster"]["node"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let (server, id) = start_node(index, port, data.path(), database, key, extra).await?;
         nodes.push(Node {
             server,
             id,
-            _data: data,
+            port,
+            data,
         });
     }
     Ok(nodes)
+}
+
+/// Starts node `index` (or starts it again, on the same port and data directory); the
+/// process and its node id.
+async fn start_node(
+    index: usize,
+    port: u16,
+    data: &std::path::Path,
+    database: &str,
+    key: &str,
+    extra: &[(String, String)],
+) -> Result<(ServerProcess, String), BenchError> {
+    let mut environment: Vec<(String, String)> = vec![
+        ("MEMVAULT__STORE__BACKEND".into(), "postgres".into()),
+        ("MEMVAULT__STORE__URL".into(), database.to_owned()),
+        (
+            "MEMVAULT__CLUSTER__ADVERTISE_URL".into(),
+            format!("http://127.0.0.1:{port}"),
+        ),
+        ("MEMVAULT__CLUSTER__SECRET".into(), SECRET.into()),
+        ("MEMVAULT__CLUSTER__NODE_NAME".into(), format!("n{index}")),
+        (
+            "MEMVAULT__CLUSTER__LEASE_TTL_MS".into(),
+            LEASE_TTL_MS.to_string(),
+        ),
+        (
+            "MEMVAULT__SECURITY__ENCRYPTION_KEY".into(),
+            ENCRYPTION_KEY.into(),
+        ),
+    ];
+    environment.extend(extra.iter().cloned());
+    let server =
+        ServerProcess::start_at(data, key, &format!("127.0.0.1:{port}"), &environment).await?;
+    let status: Value = reqwest::get(format!("{}/v1/status", server.base_url))
+        .await?
+        .json()
+        .await?;
+    let id = status["cluster"]["node"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    Ok((server, id))
 }
 
 async fn new_account(
@@ -374,14 +391,23 @@ async fn measure(
         );
     }
 
-    // 4. The takeover of a large account.
+    // 4. The takeover of a large account, from the index snapshot its last node kept in
+    // the shared blob store, then without one.
     if !part("takeover") {
         report.print();
         return Ok(());
     }
-    let model = fake_embeddings::server_environment(&fake_embeddings::start().await?);
+    let blobs = tempfile::Builder::new()
+        .prefix("memvault-bench-blobs-")
+        .tempdir()
+        .map_err(|error| BenchError::Setup(format!("temp dir: {error}")))?;
+    let mut extra = fake_embeddings::server_environment(&fake_embeddings::start().await?);
+    extra.push((
+        "MEMVAULT__BLOBS__ROOT".into(),
+        blobs.path().display().to_string(),
+    ));
     let database = databases.fresh().await?;
-    let mut nodes = start_nodes(2, &database, &key, &model).await?;
+    let mut nodes = start_nodes(2, &database, &key, &extra).await?;
     let account = new_account(&client, &nodes[0].server.base_url, &key, "bench-large").await?;
     let owner = owner_of(&client, &nodes, &account).await?;
     let started = Instant::now();
@@ -394,6 +420,7 @@ async fn measure(
         args.concurrency,
     )
     .await?;
+    let loaded = std::time::SystemTime::now();
     report.line(
         &format!(
             "2 nodes: load {} memories (stand-in embedding)",
@@ -401,34 +428,126 @@ async fn measure(
         ),
         format_duration(started.elapsed()),
     );
-    let resumed = kill_and_resume(&client, &mut nodes, owner, &account, "bench").await?;
+    // A snapshot is kept at most once a minute while a collection changes: wait for one
+    // taken after the load (there is none when fewer than 1,000 memories came after the
+    // one before; the takeover then replays those).
+    let snapshot = wait_for_snapshot(blobs.path(), loaded).await;
+    report.line(
+        "   its index snapshot in the blob store",
+        match &snapshot {
+            Some((bytes, age)) => format!(
+                "{:.1} MB, kept {} after the last write",
+                *bytes as f64 / 1e6,
+                format_duration(*age)
+            ),
+            None => "none newer than the load".to_owned(),
+        },
+    );
+    let (resumed, searched) = takeover(&client, &mut nodes, owner, &account, corpus).await?;
     report.line(
         &format!(
-            "2 nodes: kill -9 of the node of {} memories to its first accepted write",
+            "2 nodes: kill -9 of the node of {} memories to its first accepted write, from the snapshot",
             args.memories
         ),
         format_duration(resumed),
     );
-    let survivor = &nodes[(owner + 1) % 2].server.base_url;
+    report.line("   then its first search on the new node", searched);
+
+    // Without a snapshot: the killed node comes back, the snapshot is deleted, and the
+    // node that took the account over is killed in turn.
+    let (server, id) = start_node(
+        owner,
+        nodes[owner].port,
+        nodes[owner].data.path(),
+        &database,
+        &key,
+        &extra,
+    )
+    .await?;
+    (nodes[owner].server, nodes[owner].id) = (server, id);
+    for path in snapshots_in(blobs.path()) {
+        std::fs::remove_file(&path)
+            .map_err(|error| BenchError::Setup(format!("{}: {error}", path.display())))?;
+    }
+    let (resumed, searched) = takeover(&client, &mut nodes, 1 - owner, &account, corpus).await?;
+    report.line(
+        &format!(
+            "2 nodes: kill -9 of the node of {} memories to its first accepted write, no snapshot",
+            args.memories
+        ),
+        format_duration(resumed),
+    );
+    report.line("   then its first search on the new node", searched);
+    report.print();
+    Ok(())
+}
+
+/// The snapshot files in a local blob store's root.
+fn snapshots_in(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    fn walk(directory: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(directory).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.ends_with("snapshot") {
+                found.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(&root.join("objects"), &mut found);
+    found
+}
+
+/// Waits (up to 75 s) for an index snapshot written after `since`; its size and how long
+/// after `since` it was written.
+async fn wait_for_snapshot(
+    root: &std::path::Path,
+    since: std::time::SystemTime,
+) -> Option<(u64, Duration)> {
+    let deadline = Instant::now() + Duration::from_secs(75);
+    loop {
+        for path in snapshots_in(root) {
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
+            if let Ok(age) = meta.modified().ok()?.duration_since(since) {
+                return Some((meta.len(), age));
+            }
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// `kill -9` of the account's node, the time until another node accepts a write, and how
+/// the first search there went.
+async fn takeover(
+    client: &reqwest::Client,
+    nodes: &mut [Node],
+    owner: usize,
+    account: &str,
+    corpus: &Corpus,
+) -> Result<(Duration, String), BenchError> {
+    let resumed = kill_and_resume(client, nodes, owner, account, "bench").await?;
+    let survivor = &nodes[(owner + 1) % nodes.len()].server.base_url;
     let started = Instant::now();
     let response = client
         .post(format!("{survivor}/v1/memory/collections/bench/search"))
-        .bearer_auth(&account)
+        .bearer_auth(account)
         .json(&json!({"query": corpus.queries(1).pop().unwrap_or_default(), "mode": "hybrid", "limit": 10}))
         .send()
         .await?;
     let status = response.status().as_u16();
     let answer: Value = response.json().await.unwrap_or_default();
-    report.line(
-        "   then its first search on the new node",
-        format!(
-            "{} ({status}, {} results)",
-            format_duration(started.elapsed()),
-            answer["results"].as_array().map_or(0, Vec::len)
-        ),
+    let searched = format!(
+        "{} ({status}, {} results)",
+        format_duration(started.elapsed()),
+        answer["results"].as_array().map_or(0, Vec::len)
     );
-    report.print();
-    Ok(())
+    Ok((resumed, searched))
 }
 
 /// Creates from four clients over four accounts for ten seconds, each request to the

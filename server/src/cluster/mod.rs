@@ -14,6 +14,10 @@
 //! - nobody holds it (never served, released, or its node died and the lease expired):
 //!   this node claims it, loads it from the database, resumes its queued jobs, and serves.
 //!
+//! A request without a key that is about one account (an OAuth callback, a reveal link,
+//! key recovery, the mail-in handoff, Stripe's webhook) is placed the same way, by the
+//! account it names ([`keyless`]).
+//!
 //! Because every request of an account runs on its owner, what is per account stays
 //! exact across nodes without any cache to invalidate: authentication (a revoked key
 //! stops working everywhere at once), the rate limiter's counts per key, the search
@@ -42,6 +46,8 @@ use memvault_jobs::JobMetricsSnapshot;
 use memvault_postgres::{tenant_lease, Claim, PgStore};
 use memvault_storage::{StorageError, TenantId};
 use serde::{Deserialize, Serialize};
+
+mod keyless;
 
 use crate::api::client::ClientAddress;
 use crate::api::AppState;
@@ -72,6 +78,8 @@ pub struct Cluster {
     node: String,
     advertise_url: String,
     secret: Arc<str>,
+    /// The mail-in drop addresses' domain.
+    mail_domain: String,
     ttl: Duration,
     http: reqwest::Client,
     service: std::sync::OnceLock<Memvault>,
@@ -185,7 +193,12 @@ pub struct NodeView {
 impl Cluster {
     /// Joins the cluster as a new node over `store` (already [`PgStore::fenced_as`] the
     /// node id): registers it with its address.
-    pub fn join(store: Arc<PgStore>, config: &ClusterConfig) -> Result<Arc<Self>, StorageError> {
+    /// `mail_domain` is the drop addresses' (mail-in handoffs are routed by them).
+    pub fn join(
+        store: Arc<PgStore>,
+        config: &ClusterConfig,
+        mail_domain: &str,
+    ) -> Result<Arc<Self>, StorageError> {
         let node = store
             .node_id()
             .ok_or_else(|| StorageError::Backend("the store is not a node's".into()))?
@@ -211,6 +224,7 @@ impl Cluster {
             node,
             advertise_url,
             secret: Arc::from(config.secret.clone().unwrap_or_default()),
+            mail_domain: mail_domain.to_owned(),
             ttl,
             http,
             service: std::sync::OnceLock::new(),
@@ -417,14 +431,32 @@ impl Cluster {
     /// Where the request of a key goes: see the module docs. `from_node`: another node
     /// sent it here, so it is served here if it can be.
     async fn place(&self, secret: &str, from_node: bool) -> Place {
+        match self.tenant_of(secret).await {
+            Ok(Some(tenant)) => self.place_tenant(tenant, from_node).await,
+            // Not a key of any tenant: the handler answers 401.
+            Ok(None) => Place::Here,
+            Err(error) => Place::Unavailable(error.to_string()),
+        }
+    }
+
+    /// Where a request without a key goes: to the node of the account it names
+    /// ([`keyless`]), else here.
+    async fn place_keyless(&self, request: &mut Request, from_node: bool) -> Place {
+        for lookup in keyless::lookups(request, &self.mail_domain).await {
+            let store = self.store.clone();
+            match tokio::task::spawn_blocking(move || store.tenant_named(&lookup)).await {
+                Ok(Ok(Some(tenant))) => return self.place_tenant(tenant, from_node).await,
+                Ok(Ok(None)) => {}
+                Ok(Err(error)) => return Place::Unavailable(error.to_string()),
+                Err(error) => return Place::Unavailable(error.to_string()),
+            }
+        }
+        Place::Here
+    }
+
+    async fn place_tenant(&self, tenant: TenantId, from_node: bool) -> Place {
         let Some(service) = self.service.get() else {
             return Place::Here;
-        };
-        let tenant = match self.tenant_of(secret).await {
-            Ok(Some(tenant)) => tenant,
-            // Not a key of any tenant: the handler answers 401.
-            Ok(None) => return Place::Here,
-            Err(error) => return Place::Unavailable(error.to_string()),
         };
         if self.holds(&tenant) && service.has_tenant(&tenant) {
             return Place::Here;
@@ -679,7 +711,7 @@ pub async fn route(State(state): State<AppState>, mut request: Request, next: Ne
     request.headers_mut().remove(HOPS_HEADER);
     let place = match bearer(request.headers()) {
         Some(secret) => cluster.place(&secret, from_node).await,
-        None => Place::Here,
+        None => cluster.place_keyless(&mut request, from_node).await,
     };
     let mut response = match place {
         Place::Here => {
