@@ -233,6 +233,7 @@ pub async fn start_service_with_clock(
             .clone()
             .map(|cluster| cluster as Arc<dyn memvault_core::cluster::TenantOwnership>),
         index_shelf,
+        work_gate: cluster.as_ref().map(|cluster| cluster.work_gate()),
     };
     let service = Memvault::start(store, embedders, service_config).await?;
     if let Some(cluster) = &cluster {

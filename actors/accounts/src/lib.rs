@@ -185,7 +185,7 @@ impl AccountServices {
 /// (Stripe retries an event for three days).
 fn schedule_pruning(scheduler: &Scheduler, store: Arc<dyn Store>) {
     const HOUR: Duration = Duration::from_secs(3600);
-    scheduler.every(
+    scheduler.every_cluster_wide(
         Recurring {
             name: "account_pruning",
             period: HOUR,

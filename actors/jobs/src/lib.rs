@@ -49,4 +49,4 @@ pub use memvault_types::{Backoff, Failure};
 pub use metrics::{JobMetrics, JobMetricsSnapshot};
 pub use queue::{JobError, JobQueue};
 pub use resident::Resident;
-pub use scheduler::{Recurring, RecurringSnapshot, Scheduler};
+pub use scheduler::{Recurring, RecurringSnapshot, Scheduler, WorkGate};

@@ -52,10 +52,40 @@ struct Counters {
     failures: AtomicU64,
 }
 
+type Decide = Arc<dyn Fn(&'static str) -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>;
+
+/// Whether this node takes a cluster-wide task's turn (several nodes share the work):
+/// asked before each run with the task's name.
+#[derive(Clone)]
+pub struct WorkGate(Decide);
+
+impl WorkGate {
+    pub fn new<F, Fut>(decide: F) -> Self
+    where
+        F: Fn(&'static str) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + Send + 'static,
+    {
+        Self(Arc::new(move |name| Box::pin(decide(name))))
+    }
+
+    /// Whether this node runs the task's turn now.
+    pub async fn grants(&self, task: &'static str) -> bool {
+        (self.0)(task).await
+    }
+}
+
+impl std::fmt::Debug for WorkGate {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("WorkGate")
+    }
+}
+
 /// Runs recurring tasks until it is stopped (or dropped with the runtime).
 #[derive(Default)]
 pub struct Scheduler {
     tasks: Mutex<Vec<(Arc<Counters>, tokio::task::JoinHandle<()>)>>,
+    /// Decides the turns of cluster-wide tasks; `None` (one node): every turn is ours.
+    gate: Option<WorkGate>,
 }
 
 impl Scheduler {
@@ -63,8 +93,34 @@ impl Scheduler {
         Self::default()
     }
 
+    /// A scheduler whose cluster-wide tasks run only on the turns `gate` grants.
+    pub fn with_gate(gate: Option<WorkGate>) -> Self {
+        Self {
+            tasks: Mutex::default(),
+            gate,
+        }
+    }
+
     /// Runs `task` on `schedule` from now on.
     pub fn every<F, Fut>(&self, schedule: Recurring, task: F)
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), Failure>> + Send + 'static,
+    {
+        self.spawn(schedule, task, None);
+    }
+
+    /// Runs `task` on `schedule`, once per turn across every node sharing the work (work
+    /// on shared data, such as pruning): a node runs a turn only when the gate grants it.
+    pub fn every_cluster_wide<F, Fut>(&self, schedule: Recurring, task: F)
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), Failure>> + Send + 'static,
+    {
+        self.spawn(schedule, task, self.gate.clone());
+    }
+
+    fn spawn<F, Fut>(&self, schedule: Recurring, task: F, gate: Option<WorkGate>)
     where
         F: Fn() -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), Failure>> + Send + 'static,
@@ -75,7 +131,7 @@ impl Scheduler {
             runs: AtomicU64::new(0),
             failures: AtomicU64::new(0),
         });
-        let handle = tokio::spawn(run_recurring(schedule, task, counters.clone()));
+        let handle = tokio::spawn(run_recurring(schedule, task, gate, counters.clone()));
         self.tasks
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -115,11 +171,22 @@ impl Drop for Scheduler {
     }
 }
 
-async fn run_recurring(schedule: Recurring, task: Task, counters: Arc<Counters>) {
+async fn run_recurring(
+    schedule: Recurring,
+    task: Task,
+    gate: Option<WorkGate>,
+    counters: Arc<Counters>,
+) {
     if !schedule.run_at_start {
         tokio::time::sleep(next_wait(&schedule)).await;
     }
     loop {
+        if let Some(gate) = &gate {
+            if !gate.grants(schedule.name).await {
+                tokio::time::sleep(next_wait(&schedule)).await;
+                continue;
+            }
+        }
         let result = task().await;
         counters.runs.fetch_add(1, Ordering::Relaxed);
         if let Err(error) = result {
@@ -150,6 +217,58 @@ mod tests {
         assert_eq!(schedule.wait(0.5), Duration::from_secs(65));
         assert_eq!(schedule.wait(7.0), Duration::from_secs(70));
         assert_eq!(schedule.wait(-1.0), Duration::from_secs(60));
+    }
+
+    #[tokio::test]
+    async fn a_cluster_wide_task_runs_only_the_turns_its_gate_grants() {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let seen = asked.clone();
+        let turn = Arc::new(AtomicU64::new(0));
+        let gate = WorkGate::new(move |name| {
+            seen.lock().unwrap().push(name);
+            let granted = turn.fetch_add(1, Ordering::Relaxed) % 3 == 0;
+            async move { granted }
+        });
+        let scheduler = Scheduler::with_gate(Some(gate));
+        let (shared, local) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let schedule = |name| Recurring {
+            name,
+            period: Duration::from_millis(2),
+            jitter: Duration::ZERO,
+            run_at_start: true,
+        };
+        let counted = shared.clone();
+        scheduler.every_cluster_wide(schedule("pruning"), move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+            async { Ok(()) }
+        });
+        let counted = local.clone();
+        scheduler.every(schedule("self_check"), move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+            async { Ok(()) }
+        });
+        for _ in 0..500 {
+            if asked.lock().unwrap().len() >= 12 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        scheduler.stop();
+        let asked = asked.lock().unwrap().clone();
+        assert!(asked.iter().all(|name| *name == "pruning"), "{asked:?}");
+        let (granted, runs) = (
+            asked.len().div_ceil(3) as u64,
+            shared.load(Ordering::Relaxed),
+        );
+        assert!(
+            runs == granted || runs + 1 == granted,
+            "{runs} runs, {granted} granted"
+        );
+        assert_eq!(scheduler.snapshot().len(), 0, "stopped");
+        assert!(
+            local.load(Ordering::Relaxed) > 0,
+            "a task of this node's own is not gated"
+        );
     }
 
     #[tokio::test]

@@ -17,6 +17,7 @@
 //! real network attempts.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -87,9 +88,11 @@ impl WebhookDeliveries {
         blocking(move || store.delivery(&tenant, &id)).await
     }
 
+    /// Removes a delivery from the outbox, patiently: one left there after it was sent
+    /// would be sent again.
     async fn remove(&self, key: &DeliveryKey) {
         let (store, (tenant, id)) = (self.store.clone(), key.clone());
-        if let Err(error) = blocking(move || store.delete_delivery(&tenant, &id)).await {
+        if let Err(error) = patiently(move || store.delete_delivery(&tenant, &id)).await {
             tracing::error!(delivery = %key.1, %error, "webhook outbox delete failed");
         }
     }
@@ -271,18 +274,45 @@ pub async fn record_events(
         };
         let key = (delivery.tenant_id.clone(), delivery.id.clone());
         let store = store.clone();
-        if let Err(error) = blocking(move || store.put_delivery(&delivery)).await {
+        if let Err(error) = patiently(move || store.put_delivery(&delivery)).await {
             tracing::error!(
                 tenant = %event.tenant,
                 event = event.kind.as_str(),
                 %error,
-                "webhook event dropped: the outbox write failed"
+                "webhook event dropped: the outbox write kept failing"
             );
             continue;
         }
         if queue.submit(key).is_err() {
             // Stopping: the delivery stays in the outbox and is sent after the restart.
             tracing::debug!(tenant = %event.tenant, "webhook queue stopped; delivery left in the outbox");
+        }
+    }
+}
+
+/// How long an outbox write waits for the database (restarting, a connection cut) before
+/// it is given up; the work behind it waits meanwhile.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// Runs an outbox write, again after a failure (waits doubling from 50 ms, at most 5 s
+/// apart) until [`PATIENCE`] has passed: an event whose memory write is durable would be
+/// lost, and a delivery sent but not removed would be sent twice.
+async fn patiently(
+    write: impl Fn() -> Result<(), memvault_storage::StorageError> + Send + Sync + 'static,
+) -> Result<(), String> {
+    let write = Arc::new(write);
+    let started = std::time::Instant::now();
+    let mut wait = Duration::from_millis(50);
+    loop {
+        let attempt = write.clone();
+        match blocking(move || attempt()).await {
+            Ok(()) => return Ok(()),
+            Err(error) if started.elapsed() >= PATIENCE => return Err(error.to_string()),
+            Err(error) => {
+                tracing::warn!(%error, "outbox write failed; retrying");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
         }
     }
 }

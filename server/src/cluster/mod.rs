@@ -42,7 +42,7 @@ use axum::response::{IntoResponse, Response};
 use memvault_core::agent::hash_key;
 use memvault_core::cluster::TenantOwnership;
 use memvault_core::Memvault;
-use memvault_jobs::JobMetricsSnapshot;
+use memvault_jobs::{JobMetricsSnapshot, WorkGate};
 use memvault_postgres::{tenant_lease, Claim, PgStore};
 use memvault_storage::{StorageError, TenantId};
 use serde::{Deserialize, Serialize};
@@ -274,7 +274,12 @@ impl Cluster {
     fn stats(&self) -> NodeStats {
         let count = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         NodeStats {
-            tenants: self.store.held_leases().len() as u64,
+            tenants: self
+                .store
+                .held_leases()
+                .iter()
+                .filter(|name| name.starts_with("tenant:"))
+                .count() as u64,
             requests_served: count(&self.counters.served),
             requests_forwarded: count(&self.counters.forwarded),
             tenants_adopted: count(&self.counters.adopted),
@@ -378,6 +383,21 @@ impl Cluster {
         if let Some(service) = self.service.get() {
             service.let_go_tenant(tenant).await;
         }
+    }
+
+    /// The gate of the recurring work on shared data (pruning): a turn is this node's
+    /// while it holds the work's lease, `work:{task}`, which the heartbeat renews like an
+    /// account's; when this node stops or dies, the next node whose turn comes claims it.
+    pub fn work_gate(self: &Arc<Self>) -> WorkGate {
+        let cluster = self.clone();
+        WorkGate::new(move |task| {
+            let (store, ttl) = (cluster.store.clone(), cluster.ttl);
+            async move {
+                let name = format!("work:{task}");
+                let claim = tokio::task::spawn_blocking(move || store.claim(&name, ttl)).await;
+                matches!(claim, Ok(Ok(Claim::Held(_))))
+            }
+        })
     }
 
     /// The heartbeat has not succeeded for too long: another node may take any of this

@@ -123,6 +123,8 @@ pub struct ServiceConfig {
     pub ownership: Option<Arc<dyn crate::cluster::TenantOwnership>>,
     /// Where snapshots of collections' indexes are kept for the next node (several nodes).
     pub index_shelf: Option<Arc<dyn memvault_index::SnapshotShelf>>,
+    /// Several nodes: which node takes each turn of the work on shared data (pruning).
+    pub work_gate: Option<memvault_jobs::WorkGate>,
 }
 
 /// The blob store files go to, and the signer that checks the presigned URLs memvault
@@ -183,6 +185,7 @@ impl Default for ServiceConfig {
             databases: None,
             ownership: None,
             index_shelf: None,
+            work_gate: None,
         }
     }
 }
@@ -204,7 +207,7 @@ fn schedule_pruning(scheduler: &Scheduler, store: &Arc<dyn Store>, config: &Serv
     let job_retention =
         chrono::Duration::from_std(config.job_retention).unwrap_or(chrono::Duration::days(7));
     let jobs_store = store.clone();
-    scheduler.every(
+    scheduler.every_cluster_wide(
         Recurring {
             name: "extract_job_pruning",
             period: HOUR,
@@ -226,7 +229,7 @@ fn schedule_pruning(scheduler: &Scheduler, store: &Arc<dyn Store>, config: &Serv
     let audit_retention =
         chrono::Duration::from_std(config.audit_retention).unwrap_or(chrono::Duration::days(90));
     let audit_store = store.clone();
-    scheduler.every(
+    scheduler.every_cluster_wide(
         Recurring {
             name: "audit_pruning",
             period: HOUR,
@@ -438,7 +441,7 @@ impl Memvault {
         )
         .await?;
         let audit = Arc::new(AuditLog::start(store.clone(), config.restarts));
-        let scheduler = Arc::new(Scheduler::new());
+        let scheduler = Arc::new(Scheduler::with_gate(config.work_gate.clone()));
         schedule_pruning(&scheduler, &store, &config);
         // Opened now, run below once the services their kinds write through exist.
         let extraction: ExtractionQueue = open_queue("the extraction queue").await?;
