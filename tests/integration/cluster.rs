@@ -140,6 +140,34 @@ fn three_nodes_serve_each_account_on_one_node_and_survive_a_kill() {
         .collect();
     assert_eq!(live.len(), 3, "{status}");
 
+    // The recurring work on shared data runs once per turn: each task's turn is taken by
+    // the one node that holds its lease.
+    let mut database = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let work = loop {
+        let rows = database
+            .query(
+                "SELECT l.name, count(*) FROM leases l JOIN nodes n ON n.id = l.node_id
+                 WHERE l.name LIKE 'work:%' AND l.expires_at > now() GROUP BY l.name
+                 ORDER BY l.name",
+                &[],
+            )
+            .unwrap();
+        let work: Vec<(String, i64)> = rows.iter().map(|row| (row.get(0), row.get(1))).collect();
+        if work.len() == 3 || Instant::now() > deadline {
+            break work;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(
+        work,
+        [
+            ("work:account_pruning".to_owned(), 1),
+            ("work:audit_pruning".to_owned(), 1),
+            ("work:extract_job_pruning".to_owned(), 1)
+        ]
+    );
+
     // Three accounts, each created through a different node.
     let keys: Vec<String> = (0..3)
         .map(|index| new_tenant(&nodes[index], &format!("cluster-{index}")))
