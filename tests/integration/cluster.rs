@@ -322,7 +322,7 @@ fn the_next_owner_starts_from_the_index_snapshot_the_last_owner_kept() {
     let shared = tempfile::tempdir().unwrap();
     let blobs = shared.path().join("blobs");
     let logs = [shared.path().join("one.log"), shared.path().join("two.log")];
-    let mut nodes = vec![
+    let mut nodes = [
         start_logged_node(&url, "one", Some(&blobs), Some(&logs[0]), &[]),
         start_logged_node(&url, "two", Some(&blobs), Some(&logs[1]), &[]),
     ];

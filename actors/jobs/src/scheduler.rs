@@ -226,7 +226,7 @@ mod tests {
         let turn = Arc::new(AtomicU64::new(0));
         let gate = WorkGate::new(move |name| {
             seen.lock().unwrap().push(name);
-            let granted = turn.fetch_add(1, Ordering::Relaxed) % 3 == 0;
+            let granted = turn.fetch_add(1, Ordering::Relaxed).is_multiple_of(3);
             async move { granted }
         });
         let scheduler = Scheduler::with_gate(Some(gate));
