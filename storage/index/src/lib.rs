@@ -56,7 +56,7 @@ pub struct IndexSettings {
 }
 
 impl IndexSettings {
-    /// Opens a collection's indexes (see [`CollectionIndexes::open`]). With a shelf and no
+    /// Opens (or rebuilds, or catches up) a collection's indexes. With a shelf and no
     /// saved index on this node, the collection's latest snapshot is unpacked first, so
     /// only what changed since it is indexed.
     pub fn open(
@@ -69,13 +69,7 @@ impl IndexSettings {
         let label = format!("{tenant}/{collection}");
         let directory = self.directory(tenant, collection);
         let (Some(shelf), Some(directory)) = (&self.shelf, &directory) else {
-            return CollectionIndexes::open_with(
-                directory.as_deref(),
-                model,
-                memories,
-                &label,
-                None,
-            );
+            return CollectionIndexes::open(directory.as_deref(), model, memories, &label, None);
         };
         let saved = directory.join("vectors.json").exists()
             || directory.join("text").join("meta.json").exists();
@@ -101,7 +95,7 @@ impl IndexSettings {
             }
         }
         let shelving = snapshot::Shelving::new(shelf.clone(), tenant.clone(), collection.clone());
-        CollectionIndexes::open_with(Some(directory), model, memories, &label, Some(shelving))
+        CollectionIndexes::open(Some(directory), model, memories, &label, Some(shelving))
     }
 
     /// Deletes a collection's saved indexes, here and on the shelf.
@@ -167,20 +161,11 @@ struct VectorMeta {
 
 impl CollectionIndexes {
     /// Opens (or rebuilds, or catches up) the indexes of a collection whose stored memories
-    /// are `memories`. `label` names the collection in log lines.
-    pub fn open(
-        directory: Option<&Path>,
-        model: &EmbeddingModel,
-        memories: &[IndexInput<'_>],
-        label: &str,
-    ) -> Result<Self, IndexError> {
-        Self::open_with(directory, model, memories, label, None)
-    }
-
-    /// [`CollectionIndexes::open`], keeping snapshots through `shelving`. When the
-    /// directory holds an unpacked snapshot's key list, every memory it does not list
-    /// with the same fingerprint is indexed again (see [`snapshot`]).
-    fn open_with(
+    /// are `memories`, keeping snapshots through `shelving`; `label` names the collection
+    /// in log lines. When the directory holds an unpacked snapshot's key list, every
+    /// memory it does not list with the same fingerprint is indexed again (see
+    /// [`snapshot`]).
+    fn open(
         directory: Option<&Path>,
         model: &EmbeddingModel,
         memories: &[IndexInput<'_>],
