@@ -7,6 +7,8 @@
 //! - [`server`]: starts the store, the embedding model and the actors; serves HTTP.
 //! - [`cluster`]: several nodes on one Postgres: leases, forwarding to an account's node.
 //! - [`api`]: the HTTP API, one module per resource, plus extractors and OpenAPI.
+//! - [`dashboard`]: the server-rendered dashboard under `/dashboard`, a client of [`api`]
+//!   in process.
 //! - [`error`]: the HTTP error type and its `{"detail": ..., "code": ...}` body.
 //! - [`files`]: the blob store and its signer from `[blobs]`, the public URL.
 //! - [`status`]: periodic self-checks behind the public status page.
@@ -20,6 +22,7 @@
 pub mod api;
 pub mod cluster;
 pub mod config;
+pub mod dashboard;
 pub mod error;
 pub mod files;
 pub mod pageviews;

@@ -304,6 +304,7 @@ pub async fn start_service_with_clock(
         embed: config.internal.embed_secret.as_deref().map(Arc::from),
     })
     .with_inbound_secret(config.email.inbound_secret.clone())
+    .with_public_url(config.server.public_url.clone())
     .with_cluster(cluster)
     .with_trusted_proxies(
         crate::api::client::TrustedProxies::parse(&config.server.trusted_proxies)
@@ -502,7 +503,7 @@ pub async fn serve(
         state.account_services.clone(),
         state.cluster.clone(),
     );
-    let router = api::router(state);
+    let router = crate::dashboard::router(state.clone(), api::router(state));
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),

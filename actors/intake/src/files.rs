@@ -398,6 +398,14 @@ impl Files {
             .ok_or_else(|| Error::BatchNotFound(id.to_owned()))
     }
 
+    /// Every batch of the tenant, newest first.
+    pub async fn batches(&self, tenant: &TenantId) -> Result<Vec<IngestBatchRecord>> {
+        let (store, owner) = (self.parts.store.clone(), tenant.clone());
+        let mut batches = blocking(move || store.batches_of(&owner)).await?;
+        batches.sort_by_key(|batch| std::cmp::Reverse(batch.created_at));
+        Ok(batches)
+    }
+
     /// Queues a finished batch's failed items again (those whose file is stored); the
     /// batch as stored.
     pub async fn retry_failed(

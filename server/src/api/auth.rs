@@ -47,6 +47,11 @@ pub fn authenticate(parts: &Parts, authorizer: &Authorizer) -> Result<Agent, Api
             "Authorization header has no API key after 'Bearer'".to_owned(),
         ));
     }
+    authenticate_secret(secret, authorizer)
+}
+
+/// The agent behind a presented key (the dashboard's sign-in form takes one too).
+pub fn authenticate_secret(secret: &str, authorizer: &Authorizer) -> Result<Agent, ApiError> {
     if !secret.starts_with(KEY_PREFIX) {
         return Err(ApiError::InvalidApiKey(format!(
             "malformed API key: memvault keys start with '{KEY_PREFIX}'"

@@ -142,6 +142,9 @@ pub struct AppState {
     pub inbound_secret: email::InboundSecret,
     /// Several nodes (`[cluster]`): this node, its leases and forwarding; `None`: alone.
     pub cluster: Option<Arc<crate::cluster::Cluster>>,
+    /// `server.public_url` as configured (unset: none), for links and same-origin checks.
+    #[from_ref(skip)]
+    pub public_url: Option<Arc<str>>,
 }
 
 impl AppState {
@@ -185,12 +188,19 @@ impl AppState {
             inbound_secret: email::InboundSecret::default(),
             account_services: accounts,
             cluster: None,
+            public_url: None,
         }
     }
 
     /// As one node of several (`[cluster]`).
     pub fn with_cluster(mut self, cluster: Option<Arc<crate::cluster::Cluster>>) -> Self {
         self.cluster = cluster;
+        self
+    }
+
+    /// With the configured public address (`server.public_url`).
+    pub fn with_public_url(mut self, public_url: Option<String>) -> Self {
+        self.public_url = public_url.map(Arc::from);
         self
     }
 
