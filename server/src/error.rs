@@ -85,6 +85,12 @@ pub enum ApiError {
     /// Public signup is turned off on this server (`account.signup_enabled = false`).
     #[error("signup is turned off on this server; ask its operator for an account")]
     SignupDisabled,
+    /// A dashboard change without its session's CSRF token, or with another's.
+    #[error("the form's CSRF token is missing or stale; reload the page and try again")]
+    CsrfTokenInvalid,
+    /// A dashboard change or sign-in from another origin (or naming none).
+    #[error("{0}")]
+    CrossOriginRefused(String),
     /// The cause is logged; the client sees only "internal error".
     #[error("{0}")]
     Internal(String),
@@ -117,6 +123,8 @@ impl ApiError {
             ApiError::InternalNotConfigured(_) => ErrorCode::InternalNotConfigured,
             ApiError::InboundSecretInvalid => ErrorCode::InboundSecretInvalid,
             ApiError::InboundNotConfigured => ErrorCode::InboundNotConfigured,
+            ApiError::CsrfTokenInvalid => ErrorCode::CsrfTokenInvalid,
+            ApiError::CrossOriginRefused(_) => ErrorCode::CrossOriginRefused,
             ApiError::Internal(_) => ErrorCode::InternalError,
         }
     }

@@ -543,12 +543,25 @@ fn oauth_connect(server: &TestServer, client: &Client, provider: &str, collectio
         callback.text().unwrap_or_default()
     );
     let location = callback.headers()["location"].to_str().unwrap().to_owned();
-    let landing_page = format!(
-        "{}{CONNECTIONS}/oauth/{provider}/connected?connection=",
-        server.base_url
+    let dashboard_page = format!("{}/dashboard/connectors/", server.base_url);
+    assert!(location.starts_with(&dashboard_page), "{location}");
+    assert!(
+        location.ends_with(&format!("?connected={provider}")),
+        "{location}"
     );
-    assert!(location.starts_with(&landing_page), "{location}");
-    let page = browser.get(&location).send().unwrap();
+    // The landing page without the dashboard stays for API-only clients.
+    let id = location[dashboard_page.len()..]
+        .split('?')
+        .next()
+        .unwrap()
+        .to_owned();
+    let page = browser
+        .get(format!(
+            "{}{CONNECTIONS}/oauth/{provider}/connected?connection={id}",
+            server.base_url
+        ))
+        .send()
+        .unwrap();
     assert_eq!(page.status(), 200);
     assert!(page.text().unwrap().contains("now connected"));
     // Only the providers with an OAuth flow have a landing page.
@@ -562,7 +575,6 @@ fn oauth_connect(server: &TestServer, client: &Client, provider: &str, collectio
     assert_eq!(elsewhere.status(), 422);
     let replay = browser.get(&landing).send().unwrap();
     assert_eq!(replay.status(), 400, "a state is used once");
-    let id = location.rsplit('=').next().unwrap().to_owned();
     connection(client, &id)
 }
 

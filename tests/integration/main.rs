@@ -12,6 +12,7 @@ mod cluster;
 mod cluster_faults;
 mod collections;
 mod connectors;
+mod dashboard;
 mod database;
 mod durability;
 mod email;

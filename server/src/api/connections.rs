@@ -444,11 +444,12 @@ pub struct CallbackQuery {
 
 /// Where the provider sends the browser back (no key: the state names the tenant). The
 /// code is exchanged, the token stored sealed as a new connection, and the browser
-/// redirected (303) to the landing page (`.../connected?connection={id}` under
-/// `server.public_url`). An unknown, used or expired state is 400.
+/// redirected (303) to the connection's page in the dashboard
+/// (`/dashboard/connectors/{id}?connected={provider}` under `server.public_url`). An
+/// unknown, used or expired state is 400.
 #[utoipa::path(get, path = "/oauth/{provider}/callback", tag = "connectors",
     params(ProviderPath, CallbackQuery),
-    responses((status = 303, description = "to the landing page"), (status = 400, body = ErrorBody),
+    responses((status = 303, description = "to the connection's page in the dashboard"), (status = 400, body = ErrorBody),
         (status = 422, body = ErrorBody), (status = 502, body = ErrorBody),
         (status = 503, body = ErrorBody)))]
 pub async fn oauth_callback(
@@ -465,10 +466,10 @@ pub async fn oauth_callback(
         )
         .await?;
     let location = format!(
-        "{}/v1/memory/connections/oauth/{}/connected?connection={}",
+        "{}/dashboard/connectors/{}?connected={}",
         connections.public_url().trim_end_matches('/'),
-        view.provider,
-        view.id
+        view.id,
+        view.provider
     );
     Ok((StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response())
 }

@@ -44,6 +44,22 @@ pub struct Failure {
     pub code: String,
 }
 
+impl From<crate::error::ApiError> for Failure {
+    fn from(error: crate::error::ApiError) -> Self {
+        Failure {
+            status: error.status(),
+            detail: error.detail_logged("dashboard"),
+            code: error.code().as_str().to_owned(),
+        }
+    }
+}
+
+impl From<memvault_core::Error> for Failure {
+    fn from(error: memvault_core::Error) -> Self {
+        Failure::from(crate::error::ApiError::from(error))
+    }
+}
+
 impl Api {
     pub fn new(router: Router) -> Self {
         Self { router }

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::assets::HTMX;
 use super::client::Failure;
 use super::session::{Viewer, CSRF_FIELD};
+use crate::error::ApiError;
 
 /// The navigation's entries: (section, link relative to `/dashboard/`, label).
 const TENANT_NAV: [(&str, &str, &str); 9] = [
@@ -124,15 +125,17 @@ pub fn csrf(viewer: &Viewer) -> Markup {
     html! { input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf); }
 }
 
-/// A refusal before anything ran (cross-origin, stale token, no permission).
-pub fn refused(viewer: &Viewer, status: StatusCode, code: &str, detail: &str) -> Response {
+/// A refusal before anything ran (cross-origin, stale token, no permission), with the
+/// code of the API's table.
+pub fn refused(viewer: &Viewer, error: ApiError) -> Response {
+    let failure = Failure::from(error);
     page_with_status(
         viewer,
-        status,
+        failure.status,
         "",
         "Not allowed",
         html! {
-            (error_notice(detail, code))
+            (error_notice(&failure.detail, &failure.code))
             p { a href="./" { "Back to the overview" } }
         },
     )
@@ -172,26 +175,12 @@ pub fn done_notice(message: Option<&str>) -> Markup {
 
 /// Owner-only pages refuse agent keys with the API's own words.
 pub fn owner_only(viewer: &Viewer) -> Option<Response> {
-    (!viewer.is_owner()).then(|| {
-        refused(
-            viewer,
-            StatusCode::FORBIDDEN,
-            "owner_key_required",
-            "this page needs the account's owner key; agent keys see collections and memories only",
-        )
-    })
+    (!viewer.is_owner()).then(|| refused(viewer, ApiError::OwnerKeyRequired))
 }
 
 /// Operator pages refuse every tenant but an admin-flagged one's owner.
 pub fn operator_only(viewer: &Viewer) -> Option<Response> {
-    (!viewer.is_operator()).then(|| {
-        refused(
-            viewer,
-            StatusCode::FORBIDDEN,
-            "admin_key_required",
-            "operator pages need the owner key of an admin-flagged tenant",
-        )
-    })
+    (!viewer.is_operator()).then(|| refused(viewer, ApiError::AdminKeyRequired))
 }
 
 pub fn badge(kind: &str, text: &str) -> Markup {

@@ -11,7 +11,7 @@
 //!   to the API itself, in process, as the session's agent ([`client`]): the same
 //!   validation, authorization, rate limit, audit entry and events as a REST call.
 
-mod assets;
+pub mod assets;
 pub mod client;
 mod layout;
 mod pages;

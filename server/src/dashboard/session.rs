@@ -26,6 +26,7 @@ use sha2::{Digest, Sha256};
 
 use super::layout;
 use super::Dashboard;
+use crate::error::ApiError;
 
 /// The session cookie's name.
 pub const COOKIE_NAME: &str = "mv_session";
@@ -352,9 +353,7 @@ impl FromRequest<Dashboard> for Change {
         if let Err(reason) = check_origin(&parts.headers, state) {
             return Err(layout::refused(
                 &viewer,
-                StatusCode::FORBIDDEN,
-                "cross_origin",
-                &reason,
+                ApiError::CrossOriginRefused(reason),
             ));
         }
         let bytes = match axum::body::to_bytes(body, MAX_FORM_BYTES).await {
@@ -362,9 +361,9 @@ impl FromRequest<Dashboard> for Change {
             Err(_) => {
                 return Err(layout::refused(
                     &viewer,
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload_too_large",
-                    "the form is larger than the dashboard accepts (256 KiB)",
+                    ApiError::PayloadTooLarge(
+                        "the form is larger than the dashboard accepts (256 KiB)".to_owned(),
+                    ),
                 ))
             }
         };
@@ -390,12 +389,7 @@ pub fn token_matches(viewer: &Viewer, token: &str) -> bool {
 
 /// The refusal of a change without the session's CSRF token.
 fn token_refused(viewer: &Viewer) -> Response {
-    layout::refused(
-        viewer,
-        StatusCode::FORBIDDEN,
-        "csrf_token_invalid",
-        "the form's CSRF token is missing or stale; reload the page and try again",
-    )
+    layout::refused(viewer, ApiError::CsrfTokenInvalid)
 }
 
 /// A change whose body the handler reads itself (a file upload): the same checks as
@@ -414,9 +408,7 @@ impl FromRequest<Dashboard> for Upload {
         if let Err(reason) = check_origin(&parts.headers, state) {
             return Err(layout::refused(
                 &viewer,
-                StatusCode::FORBIDDEN,
-                "cross_origin",
-                &reason,
+                ApiError::CrossOriginRefused(reason),
             ));
         }
         let token = parts
@@ -432,60 +424,5 @@ impl FromRequest<Dashboard> for Upload {
             viewer,
             request: Request::from_parts(parts, body),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_base_leads_back_to_the_dashboard_root() {
-        assert_eq!(base_of("/dashboard/"), "./");
-        assert_eq!(base_of("/dashboard/keys"), "./");
-        assert_eq!(base_of("/dashboard/collections/notes"), "../");
-        assert_eq!(
-            base_of("/dashboard/collections/notes/memories/1"),
-            "../../../"
-        );
-    }
-
-    #[test]
-    fn sessions_are_kept_hashed_and_closed() {
-        let sessions = Sessions::default();
-        let id = sessions.open(TenantId::generate(), "k1".to_owned());
-        assert_eq!(id.len(), 64);
-        let held = sessions.open.lock().unwrap();
-        assert!(held.keys().all(|hash| hex::encode(hash) != id));
-        drop(held);
-        assert_eq!(sessions.get(&id).unwrap().key_id, "k1");
-        sessions.close(&id);
-        assert!(sessions.get(&id).is_none());
-    }
-
-    #[test]
-    fn only_a_well_formed_cookie_is_read() {
-        let mut headers = HeaderMap::new();
-        let id = "a".repeat(64);
-        headers.insert(
-            COOKIE,
-            HeaderValue::from_str(&format!("x=1; {COOKIE_NAME}={id}")).unwrap(),
-        );
-        assert_eq!(cookie(&headers), Some(id));
-        headers.insert(COOKIE, HeaderValue::from_static("mv_session=<script>"));
-        assert_eq!(cookie(&headers), None);
-    }
-
-    #[test]
-    fn origins_are_scheme_and_authority() {
-        assert_eq!(
-            origin_of("https://mv.example.com/base/"),
-            Some("https://mv.example.com".to_owned())
-        );
-        assert_eq!(
-            origin_of("http://127.0.0.1:8420"),
-            Some("http://127.0.0.1:8420".to_owned())
-        );
-        assert_eq!(origin_of("nonsense"), None);
     }
 }

@@ -149,6 +149,8 @@ fn samples() -> Vec<ApiError> {
         ApiError::SignupDisabled,
         ApiError::OwnershipMoved(text()),
         ApiError::OwnerUnreachable(text()),
+        ApiError::CsrfTokenInvalid,
+        ApiError::CrossOriginRefused(text()),
         ApiError::Internal(text()),
     ];
     service

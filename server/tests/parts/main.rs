@@ -9,6 +9,7 @@ mod admin;
 mod audit;
 mod client;
 mod config;
+mod dashboard;
 mod email;
 mod error;
 mod extract;

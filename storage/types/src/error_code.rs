@@ -64,6 +64,8 @@ make_error_codes! {
     NoGrant = ("no_grant", 403, "The collection is restricted and the agent has no grant with the needed permission on it.");
     BadSignature = ("bad_signature", 403, "The presigned URL's signature does not match its key, method and expiry.");
     UrlExpired = ("url_expired", 403, "The presigned URL has expired; read the memory again for a fresh one.");
+    CsrfTokenInvalid = ("csrf_token_invalid", 403, "A dashboard change (a form post) came without its session's CSRF token, or with another session's; nothing was done. Reload the page and try again.");
+    CrossOriginRefused = ("cross_origin_refused", 403, "A dashboard change (or sign-in) came from another origin (its Origin is not the dashboard's own, or it names none); nothing was done.");
     RouteNotFound = ("route_not_found", 404, "No endpoint has this path.");
     TenantNotFound = ("tenant_not_found", 404, "No such tenant.");
     CollectionNotFound = ("collection_not_found", 404, "No such collection in this tenant.");

@@ -119,7 +119,7 @@ fn invalid(detail: impl Into<String>) -> Failure {
     Failure {
         status: StatusCode::UNPROCESSABLE_ENTITY,
         detail: detail.into(),
-        code: "validation_error".to_owned(),
+        code: "validation_failed".to_owned(),
     }
 }
 

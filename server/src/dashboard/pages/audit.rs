@@ -18,7 +18,7 @@ pub fn routes() -> Router<Dashboard> {
 #[derive(Deserialize, Default)]
 struct AuditFilters {
     /// How far back, 1 to 365 days; default 30.
-    days: Option<u32>,
+    days: Option<String>,
     /// A key's id or label.
     agent: Option<String>,
     /// The action, or its start (`memory.` for every memory action).
@@ -43,7 +43,12 @@ async fn show(
     if let Some(refused) = layout::owner_only(&viewer) {
         return refused;
     }
-    let days = filters.days.unwrap_or(30).clamp(1, 365);
+    let days = filters
+        .days
+        .as_deref()
+        .and_then(|days| days.trim().parse::<u32>().ok())
+        .unwrap_or(30)
+        .clamp(1, 365);
     let entries = match state
         .app
         .audit

@@ -337,7 +337,7 @@ async fn delete(
             &crate::dashboard::client::Failure {
                 status: axum::http::StatusCode::UNPROCESSABLE_ENTITY,
                 detail: format!("type the collection's name ({name}) to delete it"),
-                code: "validation_error".to_owned(),
+                code: "validation_failed".to_owned(),
             },
             &here,
         );

@@ -168,7 +168,7 @@ async fn upload(
         let failure = Failure {
             status: StatusCode::UNPROCESSABLE_ENTITY,
             detail: "choose a collection to drop the files into".to_owned(),
-            code: "validation_error".to_owned(),
+            code: "validation_failed".to_owned(),
         };
         return layout::failed(viewer, &failure, "files");
     };

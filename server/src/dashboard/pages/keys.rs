@@ -159,7 +159,7 @@ async fn create(State(state): State<Dashboard>, change: Change) -> Response {
     {
         Ok(created) => {
             let secret = text(&created, "key").to_owned();
-            render(&state, viewer, None, Some((&secret, &created["details"]))).await
+            render(&state, viewer, None, Some((&secret, &created))).await
         }
         Err(failure) => layout::failed(viewer, &failure, "keys"),
     }

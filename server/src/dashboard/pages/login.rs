@@ -58,7 +58,8 @@ pub async fn sign_in(
     body: axum::body::Bytes,
 ) -> Response {
     if let Err(reason) = session::check_origin(&headers, &state) {
-        return sign_in_page(StatusCode::FORBIDDEN, Some((&reason, "cross_origin")));
+        let code = crate::error::ApiError::CrossOriginRefused(String::new()).code();
+        return sign_in_page(StatusCode::FORBIDDEN, Some((&reason, code.as_str())));
     }
     let fields = Fields::parse(&body);
     let Some(key) = fields.get("key") else {

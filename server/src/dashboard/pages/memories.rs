@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
-use axum::http::{Method, StatusCode};
+use axum::http::Method;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
@@ -108,7 +108,7 @@ struct Filters {
     /// Created on or before (YYYY-MM-DD).
     to: Option<String>,
     mode: Option<String>,
-    page: Option<usize>,
+    page: Option<String>,
     done: Option<String>,
 }
 
@@ -177,32 +177,11 @@ fn read_access(
     viewer: &Viewer,
     name: &str,
 ) -> Result<memvault_core::service::access::CollectionAccess<Read>, Failure> {
-    let collection = CollectionName::parse(name).map_err(|detail| Failure {
-        status: StatusCode::UNPROCESSABLE_ENTITY,
-        detail,
-        code: "validation_error".to_owned(),
-    })?;
-    state
+    let collection = CollectionName::parse(name).map_err(invalid)?;
+    Ok(state
         .app
         .authorizer
-        .authorize::<Read>(&viewer.agent, collection)
-        .map_err(|error| {
-            let error = crate::error::ApiError::from(error);
-            Failure {
-                status: error.status(),
-                detail: error.detail_logged("dashboard"),
-                code: error.code().as_str().to_owned(),
-            }
-        })
-}
-
-fn service_failure(error: memvault_core::Error) -> Failure {
-    let error = crate::error::ApiError::from(error);
-    Failure {
-        status: error.status(),
-        detail: error.detail_logged("dashboard"),
-        code: error.code().as_str().to_owned(),
-    }
+        .authorize::<Read>(&viewer.agent, collection)?)
 }
 
 /// `GET /dashboard/collections/{collection}/memories`.
@@ -226,7 +205,7 @@ async fn browse(
         },
     ) {
         Ok(all) => all,
-        Err(error) => return layout::failed(&viewer, &service_failure(error), &here),
+        Err(error) => return layout::failed(&viewer, &Failure::from(error), &here),
     };
     let now = Utc::now();
     let mut sources: Vec<&str> = all.iter().map(|memory| memory.source.as_str()).collect();
@@ -288,7 +267,12 @@ async fn browse(
             .cloned()
             .collect(),
     };
-    let page = filters.page.unwrap_or(1).max(1);
+    let page = filters
+        .page
+        .as_deref()
+        .and_then(|page| page.parse::<usize>().ok())
+        .unwrap_or(1)
+        .max(1);
     let shown: Vec<&Arc<MemoryRecord>> =
         matched.iter().skip((page - 1) * PAGE).take(PAGE).collect();
     let pages = matched.len().div_ceil(PAGE).max(1);
@@ -443,12 +427,8 @@ async fn add(State(state): State<Dashboard>, Path(name): Path<String>, change: C
     }
 }
 
-fn invalid(detail: &str) -> Failure {
-    Failure {
-        status: StatusCode::UNPROCESSABLE_ENTITY,
-        detail: detail.to_owned(),
-        code: "validation_error".to_owned(),
-    }
+fn invalid(detail: impl Into<String>) -> Failure {
+    Failure::from(crate::error::ApiError::Validation(detail.into()))
 }
 
 /// `POST .../memories/bulk`: archive, restore or delete the selected memories, one API
@@ -513,7 +493,7 @@ async fn show(
     };
     let memory = match state.app.memories.get(&access, &id) {
         Ok(memory) => memory,
-        Err(error) => return layout::failed(&viewer, &service_failure(error), &here),
+        Err(error) => return layout::failed(&viewer, &Failure::from(error), &here),
     };
     let path = format!("{}/memories/{}", collection_path(&name), segment(&id));
     let history = state
