@@ -23,6 +23,102 @@ pub struct PageviewKey {
 #[derive(Default)]
 pub struct Pageviews {
     counts: Mutex<HashMap<PageviewKey, u64>>,
+    /// Counted since the last [`Pageviews::save`].
+    dirty: std::sync::atomic::AtomicBool,
+    /// Where they are saved (none: kept in memory only).
+    path: Option<std::path::PathBuf>,
+}
+
+/// One saved row (the file is a JSON array of them).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SavedRow {
+    day: NaiveDate,
+    path: String,
+    referrer: String,
+    n: u64,
+}
+
+impl Pageviews {
+    /// The counts saved at `path` (none when the file is missing; a damaged file is
+    /// logged and set aside as `<path>.damaged`, never fatal).
+    pub fn load(path: &std::path::Path) -> Self {
+        let pageviews = Self {
+            path: Some(path.to_owned()),
+            ..Self::default()
+        };
+        let rows: Vec<SavedRow> = match std::fs::read(path) {
+            Ok(bytes) => match serde_json::from_slice(&bytes) {
+                Ok(rows) => rows,
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), %error, "pageview counts unreadable; starting from zero");
+                    let _ = std::fs::rename(path, path.with_extension("json.damaged"));
+                    Vec::new()
+                }
+            },
+            Err(_) => Vec::new(),
+        };
+        {
+            let mut counts = pageviews
+                .counts
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            for row in rows.into_iter().take(MAX_ROWS) {
+                let key = PageviewKey {
+                    day: row.day,
+                    path: row.path,
+                    referrer_host: row.referrer,
+                };
+                *counts.entry(key).or_insert(0) += row.n;
+            }
+        }
+        pageviews
+    }
+
+    /// Writes the counts where they were loaded from (a temporary file renamed over it)
+    /// when any were counted since the last save; rows older than [`KEPT_DAYS`] are
+    /// dropped.
+    pub fn save(&self) -> std::io::Result<()> {
+        use std::sync::atomic::Ordering;
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let oldest = Utc::now().date_naive() - chrono::Duration::days(KEPT_DAYS);
+        let rows: Vec<SavedRow> = self
+            .rows()
+            .into_iter()
+            .filter(|(key, _)| key.day >= oldest)
+            .map(|(key, n)| SavedRow {
+                day: key.day,
+                path: key.path,
+                referrer: key.referrer_host,
+                n,
+            })
+            .collect();
+        let written = write_atomically(path, &serde_json::to_vec(&rows).unwrap_or_default());
+        if written.is_err() {
+            self.dirty.store(true, Ordering::Release);
+        }
+        written
+    }
+}
+
+/// How long saved pageview counts are kept.
+pub const KEPT_DAYS: i64 = 400;
+
+/// Writes `bytes` to `path` through a temporary file beside it, synced, then renamed.
+pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let temporary = path.with_extension("tmp");
+    let mut file = std::fs::File::create(&temporary)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, path)
 }
 
 impl Pageviews {
@@ -57,6 +153,7 @@ impl Pageviews {
             key.referrer_host = String::new();
         }
         *counts.entry(key).or_insert(0) += 1;
+        self.dirty.store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Every row with its count, sorted.

@@ -285,6 +285,17 @@ pub async fn start_service_with_clock(
                 supervision
             })
         },
+        Some(
+            config
+                .server
+                .data_dir
+                .join("edge")
+                .join("status-checks.json"),
+        ),
+    );
+    let pageviews = start_pageviews(
+        service.scheduler(),
+        config.server.data_dir.join("edge").join("pageviews.json"),
     );
     let state = AppState::new(
         &service,
@@ -305,6 +316,7 @@ pub async fn start_service_with_clock(
     })
     .with_inbound_secret(config.email.inbound_secret.clone())
     .with_public_url(config.server.public_url.clone())
+    .with_pageviews(pageviews)
     .with_cluster(cluster)
     .with_trusted_proxies(
         crate::api::client::TrustedProxies::parse(&config.server.trusted_proxies)
@@ -399,6 +411,34 @@ fn tiers(config: &Config) -> memvault_types::tiers::Tiers {
             })
             .collect(),
     )
+}
+
+/// The pageview counts saved at `path`, saved again every 10 s while they change (a
+/// recurring task, `pageviews_save`) and when the scheduler stops.
+fn start_pageviews(
+    scheduler: &memvault_jobs::Scheduler,
+    path: std::path::PathBuf,
+) -> Arc<crate::pageviews::Pageviews> {
+    let pageviews = Arc::new(crate::pageviews::Pageviews::load(&path));
+    let schedule = memvault_jobs::Recurring {
+        name: "pageviews_save",
+        period: Duration::from_secs(10),
+        jitter: Duration::ZERO,
+        run_at_start: false,
+    };
+    let saving = pageviews.clone();
+    scheduler.every(schedule, move || {
+        let pageviews = saving.clone();
+        async move {
+            tokio::task::spawn_blocking(move || pageviews.save())
+                .await
+                .map_err(|error| memvault_types::Failure::internal(error.to_string()))?
+                .map_err(|error| {
+                    memvault_types::Failure::internal(format!("pageviews not saved: {error}"))
+                })
+        }
+    });
+    pageviews
 }
 
 /// Outgoing mail and the account flows: SMTP when `mail.smtp_url` is set, else the outbox
@@ -497,11 +537,12 @@ pub async fn serve(
     state: AppState,
     shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
 ) -> Result<(), StartupError> {
-    let (connections, intake, accounts, cluster) = (
+    let (connections, intake, accounts, cluster, pageviews) = (
         state.connections.clone(),
         state.intake.clone(),
         state.account_services.clone(),
         state.cluster.clone(),
+        state.pageviews.clone(),
     );
     let router = crate::dashboard::router(state.clone(), api::router(state));
     axum::serve(
@@ -511,6 +552,12 @@ pub async fn serve(
     .with_graceful_shutdown(shutdown)
     .await
     .map_err(StartupError::Serve)?;
+    if let Err(error) = tokio::task::spawn_blocking(move || pageviews.save())
+        .await
+        .unwrap_or_else(|error| Err(std::io::Error::other(error)))
+    {
+        tracing::warn!(%error, "pageview counts not saved at shutdown");
+    }
     connections.stop().await;
     intake.stop().await;
     accounts.stop().await;

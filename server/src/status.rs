@@ -63,6 +63,17 @@ pub struct StatusMonitor {
     /// Checks of the last 24 hours, oldest first.
     history: Mutex<VecDeque<HealthCheck>>,
     degraded: DegradedSource,
+    /// Where the history is saved after each check, and read back at start.
+    journal: Option<std::path::PathBuf>,
+}
+
+/// A check as saved in the journal.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SavedCheck {
+    at: DateTime<Utc>,
+    ok: bool,
+    latency_ms: f64,
+    detail: Option<String>,
 }
 
 impl StatusMonitor {
@@ -72,6 +83,60 @@ impl StatusMonitor {
             started_at: Utc::now(),
             history: Mutex::new(VecDeque::new()),
             degraded,
+            journal: None,
+        }
+    }
+
+    /// A monitor that starts from the checks saved at `journal` (those of the last 24
+    /// hours; a missing or damaged file is an empty history) and saves each new check
+    /// there.
+    pub fn with_journal(degraded: DegradedSource, journal: std::path::PathBuf) -> Self {
+        let saved: Vec<SavedCheck> = std::fs::read(&journal)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        let horizon = Utc::now() - HISTORY;
+        let history = saved
+            .into_iter()
+            .filter(|check| check.at >= horizon)
+            .map(|check| HealthCheck {
+                at: check.at,
+                ok: check.ok,
+                latency_ms: check.latency_ms,
+                detail: check.detail,
+            })
+            .collect();
+        Self {
+            started_at: Utc::now(),
+            history: Mutex::new(history),
+            degraded,
+            journal: Some(journal),
+        }
+    }
+
+    /// Saves the history to the journal, if there is one.
+    fn save(&self) {
+        let Some(journal) = &self.journal else {
+            return;
+        };
+        let saved: Vec<SavedCheck> = {
+            let history = self
+                .history
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            history
+                .iter()
+                .map(|check| SavedCheck {
+                    at: check.at,
+                    ok: check.ok,
+                    latency_ms: check.latency_ms,
+                    detail: check.detail.clone(),
+                })
+                .collect()
+        };
+        let bytes = serde_json::to_vec(&saved).unwrap_or_default();
+        if let Err(error) = crate::pageviews::write_atomically(journal, &bytes) {
+            tracing::warn!(path = %journal.display(), %error, "status history not saved");
         }
     }
 
@@ -83,8 +148,12 @@ impl StatusMonitor {
         embedder: EmbeddingService,
         interval: Duration,
         degraded: DegradedSource,
+        journal: Option<std::path::PathBuf>,
     ) -> Arc<Self> {
-        let monitor = Arc::new(Self::new(degraded));
+        let monitor = Arc::new(match journal {
+            Some(journal) => Self::with_journal(degraded, journal),
+            None => Self::new(degraded),
+        });
         let weak = Arc::downgrade(&monitor);
         let schedule = Recurring {
             name: "status_self_check",
@@ -104,6 +173,8 @@ impl StatusMonitor {
                     Some(detail) => Err(memvault_types::Failure::internal(detail.clone())),
                 };
                 monitor.record(check);
+                let saving = monitor.clone();
+                let _ = tokio::task::spawn_blocking(move || saving.save()).await;
                 outcome
             }
         });

@@ -360,3 +360,50 @@ fn metrics_show_the_job_kinds_recurring_tasks_and_actor_restarts() {
         "{metrics}"
     );
 }
+
+/// Pageview counts and the status page's check history are in the data dir: a restart
+/// (graceful, as an upgrade) loses neither.
+#[test]
+fn pageviews_and_status_checks_survive_a_restart() {
+    use crate::support::{temp_data_dir, ServerProcess};
+    const KEY: &str = "mv_restart_admin_key_0123456789abcd";
+    let (_guard, data_dir) = temp_data_dir();
+    let environment = [
+        ("MEMVAULT_BOOTSTRAP_KEY", KEY),
+        ("MEMVAULT__STATUS__CHECK_INTERVAL_SECS", "1"),
+    ];
+    let mut server = ServerProcess::start(&data_dir, &environment).expect("server starts");
+    let anonymous = Client::new(&server.base_url, None);
+    for path in ["/pricing", "/pricing", "/docs"] {
+        let response = anonymous
+            .request(reqwest::Method::POST, "/v1/pulse")
+            .json(&json!({"path": path, "referrer": "https://news.example.org/item"}))
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), 204);
+    }
+    let admin = server.client(KEY);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let before = loop {
+        let status = expect_status(admin.get("/v1/status"), 200);
+        if status["checks_24h"].as_u64().unwrap_or(0) >= 2 || std::time::Instant::now() > deadline {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let checks_before = before["checks_24h"].as_u64().unwrap();
+    assert!(checks_before >= 2, "{before}");
+    server.stop_gracefully();
+
+    let server = ServerProcess::start(&data_dir, &environment).expect("server restarts");
+    let admin = server.client(KEY);
+    let analytics = expect_status(admin.get("/v1/memory/admin/analytics?days=1"), 200);
+    assert_eq!(analytics["pageviews"]["total"], 3, "{analytics}");
+    let paths = &analytics["pageviews"]["by_path"];
+    assert!(paths.to_string().contains("/pricing"), "{paths}");
+    let status = expect_status(admin.get("/v1/status"), 200);
+    assert!(
+        status["checks_24h"].as_u64().unwrap() >= checks_before,
+        "the checks before the restart are still counted: {status}"
+    );
+}

@@ -198,6 +198,12 @@ impl AppState {
         self
     }
 
+    /// With the pageview counts (loaded from, and saved to, the data dir).
+    pub fn with_pageviews(mut self, pageviews: Arc<Pageviews>) -> Self {
+        self.pageviews = pageviews;
+        self
+    }
+
     /// With the configured public address (`server.public_url`).
     pub fn with_public_url(mut self, public_url: Option<String>) -> Self {
         self.public_url = public_url.map(Arc::from);

@@ -49,3 +49,25 @@ fn summary_counts_the_window_by_day_path_and_referrer() {
     assert!(earlier.by_path.is_empty());
     assert!(earlier.by_day.iter().all(|(_, count)| *count == 0));
 }
+
+#[test]
+fn counts_are_saved_and_loaded_and_a_damaged_file_is_set_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("edge").join("pageviews.json");
+    let pageviews = Pageviews::load(&path);
+    pageviews.record(br#"{"path": "/pricing", "referrer": "https://a.example/x"}"#);
+    pageviews.record(br#"{"path": "/pricing"}"#);
+    pageviews.save().unwrap();
+    let loaded = Pageviews::load(&path);
+    assert_eq!(loaded.rows(), pageviews.rows());
+    assert_eq!(loaded.summary(1).total, 2);
+    // Nothing new: nothing written (the file stays as it is).
+    std::fs::write(&path, b"[]").unwrap();
+    pageviews.save().unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"[]");
+    // A damaged file: counting starts from zero, the file is kept aside.
+    std::fs::write(&path, b"{not json").unwrap();
+    let fresh = Pageviews::load(&path);
+    assert_eq!(fresh.summary(1).total, 0);
+    assert!(path.with_extension("json.damaged").exists());
+}

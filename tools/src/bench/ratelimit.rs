@@ -139,6 +139,7 @@ pub async fn run() -> Result<(), BenchError> {
         service.embedder().clone(),
         Duration::from_secs(3600),
         Box::new(memvault_core::Supervision::default),
+        None,
     );
     let connections = memvault_sync::start(&service, memvault_sync::ConnectorSettings::default())
         .await
