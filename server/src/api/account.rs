@@ -315,8 +315,12 @@ pub async fn reveal_key(
                 "Your memvault API key",
                 &format!(
                     "<p>The API key of <strong>{}</strong>:</p><p><code id=\"api-key\">{}</code></p>\
-                     <p>It is shown this once: copy it now. Send it as <code>Authorization: Bearer &lt;key&gt;</code>.</p>",
+                     <p>It is shown this once: copy it now. Send it as <code>Authorization: Bearer &lt;key&gt;</code>.</p>\
+                     <form method=\"post\" action=\"../../../dashboard/login\">\
+                     <input type=\"hidden\" name=\"key\" value=\"{}\">\
+                     <button type=\"submit\">Sign in to the dashboard with it</button></form>",
                     escape_html(&revealed.tenant_name),
+                    escape_html(&revealed.api_key),
                     escape_html(&revealed.api_key),
                 ),
             ))

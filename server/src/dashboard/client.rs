@@ -104,6 +104,42 @@ impl Api {
         }
     }
 
+    /// A public `POST` of a JSON body (no agent), from the client of `from` (its address
+    /// and `X-Forwarded-For` count against the route's per-address limit).
+    pub async fn public_post(
+        &self,
+        path: &str,
+        body: &Value,
+        from: &axum::http::request::Parts,
+    ) -> Response {
+        let headers = &from.headers;
+        let mut request = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header(CONTENT_TYPE, "application/json");
+        if let Some(forwarded) = headers.get("x-forwarded-for") {
+            request = request.header("x-forwarded-for", forwarded.clone());
+        }
+        let mut request =
+            match request.body(Body::from(serde_json::to_vec(body).unwrap_or_default())) {
+                Ok(request) => request,
+                Err(error) => {
+                    return crate::error::ApiError::Internal(format!("bad request: {error}"))
+                        .into_response()
+                }
+            };
+        if let Some(client) = from
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        {
+            request.extensions_mut().insert(*client);
+        }
+        match self.router.clone().oneshot(request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        }
+    }
+
     /// A request with any body (a multipart upload passed on as it came), as the viewer.
     pub async fn send(
         &self,

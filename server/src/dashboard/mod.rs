@@ -69,6 +69,7 @@ pub fn router(state: AppState, api: Router) -> Router {
             get(pages::login::form).post(pages::login::sign_in),
         )
         .route("/dashboard/logout", post(pages::login::sign_out))
+        .route("/dashboard/recover", post(pages::login::recover))
         .route("/dashboard/", get(pages::overview::show))
         .merge(pages::collections::routes())
         .merge(pages::memories::routes())

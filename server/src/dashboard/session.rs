@@ -265,7 +265,12 @@ impl FromRequestParts<Dashboard> for Viewer {
 
 /// Refuses a change whose `Origin` is not this dashboard's.
 pub fn check_origin(headers: &HeaderMap, state: &Dashboard) -> Result<(), String> {
-    let origin = headers.get(ORIGIN).and_then(|value| value.to_str().ok());
+    // `Origin: null` is what a page with `Referrer-Policy: no-referrer` sends (the mailed
+    // reveal page's sign-in button): then the browser's Sec-Fetch-Site decides.
+    let origin = headers
+        .get(ORIGIN)
+        .and_then(|value| value.to_str().ok())
+        .filter(|origin| *origin != "null");
     let Some(origin) = origin else {
         let same_site = headers
             .get("sec-fetch-site")

@@ -41,11 +41,18 @@ fn sign_in_page(status: StatusCode, error: Option<(&str, &str)>) -> Response {
                     button type="submit" { "Sign in" }
                 }
             }
-            p.small.muted {
-                "Lost the key? "
-                a href="../v1/memory/recover-key" { "Key recovery" }
-                " mails a one-time link to the account's address (POST its email to "
-                code { "/v1/memory/recover-key" } ")."
+            div.panel {
+                form.stack method="post" action="recover" {
+                    div {
+                        label for="email" { "Lost the key? The account's email address" }
+                        input.wide #email type="email" name="email" autocomplete="email" required;
+                    }
+                    p.small.muted {
+                        "A one-time link goes to that address. It shows a new owner key (the old one "
+                        "stops working) and signs you in here with it."
+                    }
+                    button.secondary type="submit" { "Mail me a sign-in link" }
+                }
             }
         },
     )
@@ -82,6 +89,51 @@ pub async fn sign_in(
         session::session_cookie(&id, state.secure_cookies),
     );
     response
+}
+
+/// `POST /dashboard/recover`: the key recovery of the API (a mailed one-time link whose
+/// page reveals a new owner key and signs in with it). Answered the same whether the
+/// address has an account or not.
+pub async fn recover(State(state): State<Dashboard>, request: axum::extract::Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
+    let Ok(body) = axum::body::to_bytes(body, 16 * 1024).await else {
+        return sign_in_page(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Some(("the form is too large", "payload_too_large")),
+        );
+    };
+    if let Err(reason) = session::check_origin(headers, &state) {
+        let code = crate::error::ApiError::CrossOriginRefused(String::new()).code();
+        return sign_in_page(StatusCode::FORBIDDEN, Some((&reason, code.as_str())));
+    }
+    let fields = Fields::parse(&body);
+    let email = fields.get("email").unwrap_or("");
+    let answer = state
+        .api
+        .public_post(
+            "/v1/memory/recover-key",
+            &serde_json::json!({ "email": email }),
+            &parts,
+        )
+        .await;
+    match crate::dashboard::client::read_json(answer).await {
+        Ok(_) => layout::bare(
+            StatusCode::OK,
+            "./",
+            "Check your mail",
+            html! {
+                h1 { "Check your mail" }
+                div.panel {
+                    p { "If " strong { (email) } " is an account's address, a one-time link is on its way. "
+                        "Open it, reveal the new key, and press “Sign in to the dashboard with it”." }
+                    p.small.muted { "The link works once, for a limited time." }
+                }
+                p { a href="login" { "Back to sign-in" } }
+            },
+        ),
+        Err(failure) => sign_in_page(failure.status, Some((&failure.detail, &failure.code))),
+    }
 }
 
 /// `POST /dashboard/logout`: the session ends here and in the browser.
