@@ -40,7 +40,7 @@ fn head(base: &str, title: &str) -> Markup {
             meta name="viewport" content="width=device-width, initial-scale=1";
             base href=(base);
             title { (title) " · memvault" }
-            meta name="htmx-config" content=r#"{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false}"#;
+            meta name="htmx-config" content=r#"{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"responseHandling":[{"code":"204","swap":false},{"code":"[23]..","swap":true},{"code":"[45]..","swap":true,"error":false}]}"#;
             link rel="stylesheet" href="assets/style.css";
             script src=(format!("assets/{HTMX}")) defer {}
             script src="assets/dashboard.js" defer {}

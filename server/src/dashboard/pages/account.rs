@@ -54,7 +54,7 @@ async fn show(State(state): State<Dashboard>, viewer: Viewer) -> Response {
             tr { th { "Storage" } td { @if limits["storage_bytes"].is_null() { "no limit" } @else { (layout::bytes(limits["storage_bytes"].as_u64().unwrap_or(0))) } } }
         } } }
         h2 { "Export" }
-        p { "Every collection and memory (text and metadata, no vectors) as one JSON file. " a.button.secondary href="account/export" download { "Download the export" } }
+        p { "Every collection and memory (text and metadata, no vectors) as one JSON file. " a.button.secondary href="account/export" download hx-boost="false" { "Download the export" } }
         @if viewer.is_owner() {
             h2 { "Import" }
             form.panel.stack method="post" enctype="multipart/form-data" hx-boost="false"

@@ -148,7 +148,7 @@ async fn show(
     let summary = api.get(&viewer, &format!("{path}/summary")).await.ok();
     let grants = api.get(&viewer, &format!("{path}/grants")).await.ok();
     let agents = if viewer.is_owner() {
-        api.get(&viewer, "/v1/memory/agents").await.ok()
+        api.get(&viewer, "/v1/memory/keys").await.ok()
     } else {
         None
     };
@@ -161,7 +161,7 @@ async fn show(
             a.button.secondary href=(format!("files?collection={}", segment(&name))) { "Files" }
         }
         @if let Some(health) = &health {
-            @let counts = &health["counts"];
+            @let counts = &health;
             div.cards {
                 div.card { div.n { (number(&counts["total"])) } div.l { "memories" } }
                 div.card { div.n { (number(&counts["current"])) } div.l { "current" } }
@@ -232,13 +232,15 @@ async fn show(
             }
         }
         @if let Some(agents) = &agents {
-            @let agents = items(agents, "agents");
+            @let agents: Vec<&serde_json::Value> = items(agents, "keys").iter()
+                .filter(|key| key["owner"].as_bool() != Some(true) && key["active"].as_bool() == Some(true))
+                .collect();
             @if !agents.is_empty() {
                 form.panel.row method="post" action=(format!("{here}/grants")) {
                     (layout::csrf(&viewer))
                     label { "Agent key"
                         select name="agent_key_id" required {
-                            @for agent in agents {
+                            @for agent in &agents {
                                 option value=(text(agent, "id")) { (text(agent, "label")) " (" (text(agent, "id")) ")" }
                             }
                         }

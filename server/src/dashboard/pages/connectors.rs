@@ -4,7 +4,7 @@
 
 use axum::extract::{Path, Query, State};
 use axum::http::Method;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use maud::{html, Markup};
@@ -43,6 +43,15 @@ fn status_badge(status: &str) -> Markup {
     let kind = match status {
         "active" => "good",
         "error" => "warn",
+        _ => "bad",
+    };
+    layout::badge(kind, status)
+}
+
+fn run_badge(status: &str) -> Markup {
+    let kind = match status {
+        "ok" | "success" | "succeeded" | "done" => "good",
+        "running" | "queued" => "warn",
         _ => "bad",
     };
     layout::badge(kind, status)
@@ -237,12 +246,24 @@ async fn oauth(State(state): State<Dashboard>, change: Change) -> Response {
     );
     match state.api.get(viewer, &path).await {
         Ok(started) => {
-            let url = text(&started, "authorize_url");
-            (
-                axum::http::StatusCode::SEE_OTHER,
-                [(axum::http::header::LOCATION, url.to_owned())],
+            // A link, not a redirect: the page's `form-action 'self'` would stop a form
+            // post that redirects to the provider.
+            let url = text(&started, "authorize_url").to_owned();
+            let safe = url.starts_with("https://") || url.starts_with("http://");
+            layout::page(
+                viewer,
+                "connectors",
+                "Connect",
+                html! {
+                    @if safe {
+                        p { "The provider asks you to allow memvault to read your data; it then sends you back to the new connection's page." }
+                        p { a.button href=(url) hx-boost="false" rel="noreferrer" { "Continue to " (provider) } }
+                    } @else {
+                        (layout::error_notice("the provider's authorize address is not an http(s) URL", "upstream_failed"))
+                    }
+                    p { a href="connectors" { "Cancel" } }
+                },
             )
-                .into_response()
         }
         Err(failure) => layout::failed(viewer, &failure, "connectors"),
     }
@@ -322,7 +343,7 @@ async fn show(
                         tr {
                             td.small { (layout::when(&run["created_at"])) }
                             td { (text(run, "trigger")) }
-                            td { (status_badge(if text(run, "status") == "ok" || text(run, "status") == "success" { "active" } else { text(run, "status") })) }
+                            td { (run_badge(text(run, "status"))) }
                             td.num { (layout::number(&run["synced_count"])) }
                             td.num { (layout::number(&run["unchanged_count"])) }
                             td.num { (layout::number(&run["deleted_count"])) }

@@ -231,7 +231,7 @@ async fn batch(
     };
     let panel = html! {
         div #batch hx-get=[(!complete).then(|| format!("files/batches/{}", segment(&batch_id)))]
-            hx-trigger=[(!complete).then_some("every 2s")] hx-select="#batch" hx-swap="outerHTML" {
+            hx-trigger=[(!complete).then_some("every 2s")] hx-select="#batch" hx-swap="outerHTML" hx-disinherit="*" {
             div.cards {
                 div.card { div.n { (layout::number(&batch["total"])) } div.l { "files" } }
                 div.card { div.n { (layout::number(&batch["done"])) } div.l { "done" } }

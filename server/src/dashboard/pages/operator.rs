@@ -149,7 +149,7 @@ async fn health(State(state): State<Dashboard>, viewer: Viewer) -> Response {
         .get(&viewer, "/v1/memory/admin/connectors/status")
         .await
         .ok();
-    let counts = &health["counts"];
+    let counts = &health;
     let content = html! {
         div.cards {
             div.card { div.n { (number(&health["tenants"])) } div.l { "tenants" } }

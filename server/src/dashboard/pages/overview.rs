@@ -26,7 +26,7 @@ pub async fn show(State(state): State<Dashboard>, viewer: Viewer) -> Response {
         let name = text(collection, "name");
         let path = format!("/v1/memory/collections/{}/health", segment(name));
         if let Ok(health) = api.get(&viewer, &path).await {
-            let counts = &health["counts"];
+            let counts = &health;
             let needs = counts["needs_attention"].as_u64().unwrap_or(0);
             if needs > 0 {
                 attention.push((name.to_owned(), counts.clone()));
@@ -46,7 +46,7 @@ pub async fn show(State(state): State<Dashboard>, viewer: Viewer) -> Response {
     let readable: Vec<&Value> = collections.iter().collect();
     let content = html! {
         div.cards {
-            div.card { div.n { (collections.len()) } div.l { "collections" } }
+            div.card { div.n { (collections.len()) } div.l { @if collections.len() == 1 { "collection" } @else { "collections" } } }
             @if let Some(stats) = &stats {
                 div.card { div.n { (number(&stats["memories"])) } div.l { "memories" } }
                 div.card { div.n { (number(&stats["added_7d"])) } div.l { "added in 7 days" } }
