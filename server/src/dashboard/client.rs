@@ -65,6 +65,14 @@ impl Api {
         Self { router }
     }
 
+    /// Runs a built request through the API's router.
+    async fn dispatch(&self, request: Request<Body>) -> Response {
+        match self.router.clone().oneshot(request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        }
+    }
+
     /// `method path` with a JSON body, as the viewer; the JSON answer (`null` for an empty
     /// one), or the API's error.
     pub async fn call(
@@ -98,10 +106,7 @@ impl Api {
                     .into_response()
             }
         };
-        match self.router.clone().oneshot(request).await {
-            Ok(response) => response,
-            Err(never) => match never {},
-        }
+        self.dispatch(request).await
     }
 
     /// A public `POST` of a JSON body (no agent), from the client of `from` (its address
@@ -134,10 +139,7 @@ impl Api {
         {
             request.extensions_mut().insert(*client);
         }
-        match self.router.clone().oneshot(request).await {
-            Ok(response) => response,
-            Err(never) => match never {},
-        }
+        self.dispatch(request).await
     }
 
     /// A request with any body (a multipart upload passed on as it came), as the viewer.
@@ -169,10 +171,7 @@ impl Api {
         if let Some(client) = viewer.client {
             request.extensions_mut().insert(client);
         }
-        match self.router.clone().oneshot(request).await {
-            Ok(response) => response,
-            Err(never) => match never {},
-        }
+        self.dispatch(request).await
     }
 }
 

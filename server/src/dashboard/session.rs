@@ -353,14 +353,7 @@ impl FromRequest<Dashboard> for Change {
     type Rejection = Response;
 
     async fn from_request(request: Request, state: &Dashboard) -> Result<Self, Response> {
-        let (mut parts, body) = request.into_parts();
-        let viewer = Viewer::from_request_parts(&mut parts, state).await?;
-        if let Err(reason) = check_origin(&parts.headers, state) {
-            return Err(layout::refused(
-                &viewer,
-                ApiError::CrossOriginRefused(reason),
-            ));
-        }
+        let (viewer, _parts, body) = same_origin_viewer(request, state).await?;
         let bytes = match axum::body::to_bytes(body, MAX_FORM_BYTES).await {
             Ok(bytes) => bytes,
             Err(_) => {
@@ -378,6 +371,23 @@ impl FromRequest<Dashboard> for Change {
         }
         Ok(Change { viewer, fields })
     }
+}
+
+/// The signed-in viewer of a change, once its `Origin` is found to be the dashboard's
+/// (else the 403 page); the request's parts and body for the rest of the checks.
+async fn same_origin_viewer(
+    request: Request,
+    state: &Dashboard,
+) -> Result<(Viewer, Parts, axum::body::Body), Response> {
+    let (mut parts, body) = request.into_parts();
+    let viewer = Viewer::from_request_parts(&mut parts, state).await?;
+    if let Err(reason) = check_origin(&parts.headers, state) {
+        return Err(layout::refused(
+            &viewer,
+            ApiError::CrossOriginRefused(reason),
+        ));
+    }
+    Ok((viewer, parts, body))
 }
 
 /// Whether a change carries the session's CSRF token (compared in constant time).
@@ -408,14 +418,7 @@ impl FromRequest<Dashboard> for Upload {
     type Rejection = Response;
 
     async fn from_request(request: Request, state: &Dashboard) -> Result<Self, Response> {
-        let (mut parts, body) = request.into_parts();
-        let viewer = Viewer::from_request_parts(&mut parts, state).await?;
-        if let Err(reason) = check_origin(&parts.headers, state) {
-            return Err(layout::refused(
-                &viewer,
-                ApiError::CrossOriginRefused(reason),
-            ));
-        }
+        let (viewer, parts, body) = same_origin_viewer(request, state).await?;
         let token = parts
             .uri
             .query()
