@@ -10,10 +10,12 @@
 //! in-process service (see `maintenance`); `--rate-limit` what the per-key rate limiter
 //! costs (see `ratelimit`); `--reembed` a live model switch with a kill -9 in the middle
 //! (see `reembed`); `--files` file ingestion over `drop` (see `files`); `--cluster` the
-//! store and several nodes on Postgres (see `cluster`).
+//! store and several nodes on Postgres (see `cluster`); `--dashboard` page weight and
+//! time per dashboard page (see `dashboard`).
 
 mod cluster;
 pub mod corpus;
+mod dashboard;
 mod embedder;
 pub mod fake_embeddings;
 mod files;
@@ -121,6 +123,13 @@ pub struct BenchArgs {
     /// (one to three nodes, then the kill -9) or `takeover` (an account of --memories).
     #[arg(long, default_value = "all", value_parser = ["all", "stores", "nodes", "takeover"])]
     pub cluster_part: String,
+    /// Only measure the dashboard: page weight and server time per page on an account
+    /// of --memories memories in one collection (see `dashboard`); then stop.
+    #[arg(long, conflicts_with_all = ["existing_data", "embedder_only", "maintenance", "rate_limit", "reembed", "files", "cluster"])]
+    pub dashboard: bool,
+    /// With --dashboard: timed requests per page (after three warm-ups).
+    #[arg(long, default_value_t = 30)]
+    pub page_samples: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -161,6 +170,9 @@ async fn bench(args: BenchArgs) -> Result<(), BenchError> {
     }
     if args.cluster {
         return cluster::run(&args, &corpus).await;
+    }
+    if args.dashboard {
+        return dashboard::run(&args, &corpus).await;
     }
     if let Some(existing) = &args.existing_data {
         return bench_existing(&args, &corpus, existing).await;

@@ -166,6 +166,53 @@ impl Memories {
             .page(page.offset, page.limit, page.include_archived))
     }
 
+    /// Visits the collection's memories in listing order (pinned first, then newest
+    /// first), archived ones included, over one snapshot and without copying it, until
+    /// `visit` answers false: for browsers that filter and page a large collection.
+    pub fn walk(
+        &self,
+        access: &CollectionAccess<Read>,
+        mut visit: impl FnMut(&Arc<MemoryRecord>) -> bool,
+    ) -> Result<()> {
+        let (tenant, collection) = (access.tenant(), access.collection());
+        let snapshot = self
+            .tree
+            .collection_entry(tenant, collection)?
+            .handle
+            .snapshot();
+        for id in snapshot.order.values() {
+            if let Some(memory) = snapshot.memories.get(id) {
+                if !visit(memory) {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Visits the collection's superseded memories, most recently superseded first, until
+    /// `visit` answers false.
+    pub fn walk_superseded(
+        &self,
+        access: &CollectionAccess<Read>,
+        mut visit: impl FnMut(&Arc<MemoryRecord>) -> bool,
+    ) -> Result<()> {
+        let (tenant, collection) = (access.tenant(), access.collection());
+        let snapshot = self
+            .tree
+            .collection_entry(tenant, collection)?
+            .handle
+            .snapshot();
+        for (_, id) in snapshot.superseded.iter().rev() {
+            if let Some(memory) = snapshot.memories.get(id) {
+                if !visit(memory) {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Changes only the given fields; a text change is re-embedded first.
     pub async fn patch(
         &self,

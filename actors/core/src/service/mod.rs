@@ -64,7 +64,7 @@ pub use settings::{ExtractionLlmInput, ExtractionLlmView, Settings, SpendView};
 pub use storage::{StorageConfigInput, StorageConfigView};
 pub use tenants::{BootstrapOutcome, NewTenant, TenantStats, Tenants};
 pub use tree::Tree;
-pub use webhooks::{NewWebhook, WebhookView};
+pub use webhooks::{NewWebhook, WebhookDeliveriesView, WebhookView};
 
 use crate::agent::KeyDirectory;
 use crate::audit::AuditLog;
@@ -397,11 +397,13 @@ impl Memvault {
                 tenants: tenants.clone(),
                 ownership: config.ownership.clone(),
             });
+        let delivery_log = memvault_webhooks::DeliveryLog::default();
         let deliveries = WebhookDeliveries::new(
             store.clone(),
             published_webhooks.clone(),
             config.intelligence.secrets.clone(),
             config.webhooks.clone(),
+            delivery_log.clone(),
         )
         .map_err(|error| Error::StartFailed {
             what: "webhook delivery".to_owned(),
@@ -554,6 +556,7 @@ impl Memvault {
             llms: llms.clone(),
             extraction: extraction.clone(),
             webhooks: config.webhooks.clone(),
+            delivery_log,
             stores: stores.clone(),
             allow_private_buckets: config.blobs.allow_private_targets,
             databases,
@@ -565,6 +568,7 @@ impl Memvault {
             quotas: quotas.clone(),
             placement: placement.clone(),
             audit: audit.clone(),
+            stored_bytes: Arc::default(),
         };
         let portability = Portability {
             tree: tree.clone(),

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use chrono::{Duration as ChronoDuration, Utc};
+use dashmap::DashMap;
 use memvault_storage::{Store, TenantId, TenantRecord, TenantSettings};
 
 use super::quotas::Quotas;
@@ -57,7 +58,24 @@ pub struct Tenants {
     pub(super) quotas: Quotas,
     pub(super) placement: Placement,
     pub(super) audit: Arc<AuditLog>,
+    /// The last count of each tenant's stored bytes, with what it was counted at.
+    pub(super) stored_bytes: Arc<DashMap<TenantId, StoredBytes>>,
 }
+
+/// A tenant's bytes in the store as last counted (a scan of every record it has): kept
+/// while its collections are unchanged and for at most [`STORED_BYTES_FRESH`], so stats
+/// read again and again (a dashboard, a monitor) scan once.
+#[derive(Clone)]
+pub(super) struct StoredBytes {
+    /// (collection handle id, snapshot version) of every collection at the count.
+    versions: Vec<(u64, u64)>,
+    at: std::time::Instant,
+    bytes: u64,
+}
+
+/// How long a count of stored bytes is used while the tenant's collections are
+/// unchanged: writes outside collections (keys, settings, audit) show within this.
+pub const STORED_BYTES_FRESH: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Tenants {
     /// On an empty store, creates the admin-flagged tenant. A supplied key must start
@@ -230,22 +248,45 @@ impl Tenants {
             added_7d: 0,
             added_30d: 0,
         };
+        let mut versions = Vec::with_capacity(snapshot.collections.len());
         for entry in snapshot.collections.values() {
             let collection = entry.handle.snapshot();
+            versions.push((entry.handle.id, collection.version));
             stats.memories += collection.memories.len();
             for memory in collection.memories.values() {
                 stats.added_7d += usize::from(memory.created_at >= week_ago);
                 stats.added_30d += usize::from(memory.created_at >= month_ago);
             }
         }
+        versions.sort_unstable();
         stats.files_bytes = self.placement.stored_bytes(tenant).await?;
-        let (store, tenant) = (self.store.clone(), tenant.clone());
-        stats.storage_bytes = tokio::task::spawn_blocking(move || store.tenant_bytes(&tenant))
-            .await
-            .map_err(|error| Error::TaskFailed {
-                task: "storage task",
-                reason: error.to_string(),
-            })??;
+        let counted = self.stored_bytes.get(tenant).map(|entry| entry.clone());
+        stats.storage_bytes = match counted {
+            Some(counted)
+                if counted.versions == versions && counted.at.elapsed() < STORED_BYTES_FRESH =>
+            {
+                counted.bytes
+            }
+            _ => {
+                let (store, key) = (self.store.clone(), tenant.clone());
+                let at = std::time::Instant::now();
+                let bytes = tokio::task::spawn_blocking(move || store.tenant_bytes(&key))
+                    .await
+                    .map_err(|error| Error::TaskFailed {
+                        task: "storage task",
+                        reason: error.to_string(),
+                    })??;
+                self.stored_bytes.insert(
+                    tenant.clone(),
+                    StoredBytes {
+                        versions,
+                        at,
+                        bytes,
+                    },
+                );
+                bytes
+            }
+        };
         stats.storage_bytes += stats.files_bytes;
         Ok(stats)
     }

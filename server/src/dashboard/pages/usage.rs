@@ -11,7 +11,6 @@ use axum::Router;
 use chrono::{Duration, Utc};
 use maud::html;
 use memvault_core::service::access::Read;
-use memvault_core::ListPage;
 use memvault_storage::CollectionName;
 use serde_json::{json, Value};
 
@@ -42,16 +41,15 @@ fn writes_per_day(state: &Dashboard, viewer: &Viewer, collections: &Value) -> Ve
         let Ok(access) = state.app.authorizer.authorize::<Read>(&viewer.agent, name) else {
             continue;
         };
-        let page = ListPage {
-            offset: 0,
-            limit: usize::MAX,
-            include_archived: true,
-        };
-        for memory in state.app.memories.list(&access, page).unwrap_or_default() {
-            if let Some(count) = days.get_mut(&memory.created_at.date_naive()) {
+        // Listing order is pinned first, then newest first: the walk stops at the first
+        // unpinned memory older than the chart.
+        let _ = state.app.memories.walk(&access, |memory| {
+            let day = memory.created_at.date_naive();
+            if let Some(count) = days.get_mut(&day) {
                 *count += 1.0;
             }
-        }
+            memory.pinned || day >= first
+        });
     }
     days.into_iter()
         .map(|(day, count)| (day.format("%m-%d").to_string(), count))
