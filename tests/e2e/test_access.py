@@ -132,6 +132,14 @@ def test_a_webhook_is_set_and_a_signed_delivery_arrives(page, server, receiver, 
     event = json.loads(delivery.body)
     assert "The printer on floor two" in json.dumps(event)
 
+    # The webhook page lists the attempt and how it went.
+    page.goto(server.url("/dashboard/webhook"))
+    attempts = page.locator("#deliveries tbody tr")
+    expect(attempts.first).to_contain_text("memory.created", timeout=15_000)
+    expect(attempts.first).to_contain_text("delivered")
+    expect(attempts.first).to_contain_text(delivery.headers.get("x-service-delivery"))
+    shot(page, "webhook-deliveries")
+
     # Remove it (after a confirm()).
     page.goto(server.url("/dashboard/webhook"))
     button(page, "Remove the webhook").click()

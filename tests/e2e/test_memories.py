@@ -173,6 +173,26 @@ def test_a_contradiction_is_reviewed_and_its_chain_shown(admin_page, server, adm
     assert admin.ok("GET", f"/v1/memory/collections/{collection}/memories/{newer['id']}")["archived"]
 
 
+def test_the_older_value_is_restored_and_the_chain_keeps_all_three(admin_page, server, admin, shot):
+    page = admin_page
+    collection = unique("prefs")
+    for content in ("My favorite color is blue.", "My favorite color is green."):
+        admin.ok("POST", f"/v1/memory/collections/{collection}/remember?sync=true", {"content": content})
+    page.goto(server.url(f"/dashboard/collections/{collection}/contradictions"))
+    button(page, "Restore the older").click()
+    expect(notice(page)).to_contain_text("The older value is current again")
+    expect(page.locator("main .panel .badge").first).to_have_text("current")
+    expect(page.locator(".timeline .entry")).to_have_count(3)
+    expect(page.locator(".timeline .entry.current")).to_contain_text("blue")
+    shot(page, "older-restored")
+    results = admin.ok("POST", f"/v1/memory/collections/{collection}/search",
+                       {"query": "favorite color", "mode": "text"})["results"]
+    texts = [result["text"] for result in results]
+    assert texts == ["My favorite color is blue."], texts
+    page.goto(server.url(f"/dashboard/collections/{collection}/contradictions"))
+    expect(page.locator("div.pair")).to_have_count(2)
+
+
 def test_a_dropped_file_is_read_and_its_batch_finishes(admin_page, server, admin, tmp_path, shot):
     page = admin_page
     collection = unique("docs")

@@ -4,7 +4,7 @@
 
 use reqwest::blocking::{Client as HttpClient, Response};
 use reqwest::redirect::Policy;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::support::{
     create_memory, expect_status, shared, start_in_process, tenant_on, unique, Client, TestServer,
@@ -769,6 +769,111 @@ fn the_memory_browser_filters_by_status_source_agent_tag_and_date() {
         browser.page("/dashboard/collections/mix/memories?status=zzz&from=never&page=0&mode=nope");
     assert!(html.contains("Memories of mix"));
     let html = browser.page("/dashboard/collections/mix/memories?page=-1&status=all");
-    assert!(html.contains("Page 1 of 1"), "{html}");
+    assert!(html.contains("Page 1: 2 memories"), "{html}");
     browser.page("/dashboard/audit?days=forever&outcome=%3Cb%3E");
+
+    // Paging walks the collection newest first, 50 to a page, and says when more follow.
+    for part in [0..100, 100..120] {
+        let bulk: Vec<Value> = part
+            .map(|index| json!({ "text": format!("paged memory number {index:03}") }))
+            .collect();
+        expect_status(
+            owner.post("/v1/memory/collections/paged/memories/bulk", &json!(bulk)),
+            201,
+        );
+    }
+    let html = browser.page("/dashboard/collections/paged/memories");
+    assert!(html.contains("Page 1: 50 memories"), "{html}");
+    assert!(html.contains("paged memory number 119"));
+    assert!(!html.contains("paged memory number 069"));
+    assert!(html.contains("Older →") && !html.contains("← Newer"));
+    let html = browser.page("/dashboard/collections/paged/memories?page=3");
+    assert!(html.contains("Page 3: 20 memories"), "{html}");
+    assert!(html.contains("paged memory number 000"));
+    assert!(!html.contains("Older →") && html.contains("← Newer"));
+    let html = browser.page("/dashboard/collections/paged/memories?page=4");
+    assert!(html.contains("No memory matches"), "{html}");
+    let html = browser.page("/dashboard/collections/paged/memories?q=number+007&status=expired");
+    assert!(html.contains("No memory matches"), "{html}");
+    let html =
+        browser.page("/dashboard/collections/paged/memories?q=number+007&status=all&mode=text");
+    assert!(html.contains("paged memory number 007"), "{html}");
+}
+
+#[test]
+fn the_older_value_of_a_contradiction_is_restored_from_the_dashboard() {
+    let server = shared();
+    let owner = crate::support::new_tenant();
+    let remember = |content: &str| {
+        expect_status(
+            owner.post(
+                "/v1/memory/collections/home/remember?sync=true",
+                &json!({ "content": content }),
+            ),
+            200,
+        )["memories"][0]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let berlin = remember("I live in Berlin.");
+    let paris = remember("I live in Paris now.");
+    let mut browser = Browser::signed_in(&server.base_url, owner.key());
+    let html = browser.page("/dashboard/collections/home/contradictions");
+    assert!(html.contains("Restore the older"), "{html}");
+    assert!(
+        html.contains(&format!("memories/{berlin}/reinstate")),
+        "{html}"
+    );
+    let response = browser.post(
+        &format!("/dashboard/collections/home/memories/{berlin}/reinstate"),
+        &[],
+    );
+    assert_eq!(
+        response.status(),
+        303,
+        "{}",
+        response.text().unwrap_or_default()
+    );
+    let target = location(&response);
+    assert!(target.ends_with("?done=reinstated"), "{target}");
+    let again = target
+        .trim_end_matches("?done=reinstated")
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_ne!(again, berlin);
+    let stored = expect_status(
+        owner.get(&format!("/v1/memory/collections/home/memories/{again}")),
+        200,
+    );
+    assert!(
+        stored["text"].as_str().unwrap().contains("Berlin"),
+        "{stored}"
+    );
+    let html = browser.page(&format!(
+        "/dashboard/collections/home/memories/{again}?done=reinstated"
+    ));
+    assert!(html.contains("current again"), "{html}");
+    // The chain: the page's history lists the three values, Paris among them.
+    assert!(html.contains(&format!("memories/{paris}")), "{html}");
+    let audit = browser.page("/dashboard/audit");
+    assert!(audit.contains("memory.reinstate"), "{audit}");
+    // A read-only key is refused, as by the API.
+    let created = expect_status(
+        owner.post(
+            "/v1/memory/keys",
+            &json!({"label": "ro", "read_only": true}),
+        ),
+        201,
+    );
+    let mut reader = Browser::signed_in(&server.base_url, created["key"].as_str().unwrap());
+    let html = reader.page("/dashboard/collections/home/contradictions");
+    assert!(!html.contains("Restore the older"), "{html}");
+    let response = reader.post(
+        &format!("/dashboard/collections/home/memories/{paris}/reinstate"),
+        &[],
+    );
+    assert_eq!(response.status(), 403);
 }

@@ -442,3 +442,118 @@ fn accept_one_request(
     let text = String::from_utf8_lossy(&start[..read]).into_owned();
     (stream, text)
 }
+
+#[test]
+fn reinstating_a_superseded_value_makes_it_current_again_and_keeps_the_chain() {
+    let client = new_tenant();
+    let collection = unique("graph");
+    let berlin = memories(&remember_sync(&client, &collection, "I live in Berlin."))[0].clone();
+    let paris = memories(&remember_sync(&client, &collection, "I live in Paris now."))[0].clone();
+    assert_eq!(paris["relation"], json!("updated"), "{paris}");
+    let (berlin_id, paris_id) = (
+        berlin["id"].as_str().unwrap(),
+        paris["id"].as_str().unwrap(),
+    );
+    let reinstate = |id: &str| {
+        client.post(
+            &format!("{}/{id}/reinstate", memories_path(&collection)),
+            &json!({}),
+        )
+    };
+
+    // Only a superseded value can be reinstated; a current one, an unknown one, or a
+    // read-only key's call is refused, and nothing changes.
+    expect_error(reinstate(paris_id), 422);
+    expect_error(reinstate("no-such-memory"), 404);
+    let created = expect_status(
+        client.post(
+            "/v1/memory/keys",
+            &json!({"label": "reader", "read_only": true}),
+        ),
+        201,
+    );
+    let reader = Client::new(&crate::support::shared().base_url, created["key"].as_str());
+    expect_error(
+        reader.post(
+            &format!("{}/{berlin_id}/reinstate", memories_path(&collection)),
+            &json!({}),
+        ),
+        403,
+    );
+
+    let again = expect_status(reinstate(berlin_id), 201);
+    let again_id = again["id"].as_str().expect("id");
+    assert_ne!(
+        again_id, berlin_id,
+        "a new memory: the older one stays as it was"
+    );
+    assert_eq!(again["text"], berlin["text"], "{again}");
+    for mode in ["hybrid", "vector", "text"] {
+        let texts = search_texts(
+            &client,
+            &collection,
+            "where do I live, Berlin or Paris",
+            mode,
+        );
+        assert!(
+            texts.iter().any(|text| text.contains("berlin")),
+            "{mode}: {texts:?}"
+        );
+        assert!(
+            !texts.iter().any(|text| text.contains("paris")),
+            "{mode}: {texts:?}"
+        );
+    }
+    let stored = expect_status(
+        client.get(&format!("{}/{paris_id}", memories_path(&collection))),
+        200,
+    );
+    assert_eq!(stored["text"], paris["text"], "Paris is kept, superseded");
+
+    // The slot's history holds all three, oldest first; only the reinstated one is current.
+    let history = expect_status(
+        client.get(&format!(
+            "{}/{again_id}/history",
+            memories_path(&collection)
+        )),
+        200,
+    );
+    let values: Vec<(&str, bool)> = history["history"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .map(|entry| {
+            (
+                entry["memory"]["id"].as_str().unwrap_or_default(),
+                entry["current"] == json!(true),
+            )
+        })
+        .collect();
+    assert_eq!(
+        values,
+        vec![(berlin_id, false), (paris_id, false), (again_id, true)],
+        "{history:#}"
+    );
+    let pairs = expect_status(
+        client.get(&format!(
+            "/v1/memory/collections/{collection}/contradictions"
+        )),
+        200,
+    );
+    let pairs: Vec<(&str, &str)> = pairs["contradictions"]
+        .as_array()
+        .expect("pairs")
+        .iter()
+        .map(|pair| {
+            (
+                pair["current"]["id"].as_str().unwrap_or_default(),
+                pair["superseded"]["id"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(pairs, vec![(again_id, paris_id), (paris_id, berlin_id)]);
+    // Reinstating the same value again is a repeat of what holds the slot: that memory
+    // is answered (200), nothing is added.
+    let repeat = expect_status(reinstate(berlin_id), 200);
+    assert_eq!(repeat["id"], json!(again_id), "{repeat}");
+}

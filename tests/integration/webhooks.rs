@@ -394,6 +394,66 @@ fn a_failed_delivery_is_retried_with_the_same_id_and_signature() {
         );
         assert_eq!(attempt.body, first.body);
     }
+
+    // The account sees each attempt, newest first, with its outcome; nothing is pending.
+    let log = wait_for_attempts(&client, 3);
+    let outcomes: Vec<(u64, &str)> = attempts(&log)
+        .iter()
+        .map(|attempt| {
+            (
+                attempt["attempt"].as_u64().unwrap_or(0),
+                attempt["outcome"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![(3, "delivered"), (2, "retrying"), (1, "retrying")],
+        "{log:#}"
+    );
+    for attempt in attempts(&log) {
+        assert_eq!(
+            attempt["delivery_id"].as_str(),
+            Some(first.header("x-service-delivery"))
+        );
+        assert_eq!(attempt["event"], json!("memory.created"));
+    }
+    assert!(attempts(&log)[1]["reason"]
+        .as_str()
+        .is_some_and(|reason| reason.contains("500")));
+    assert_eq!(attempts(&log)[0]["reason"], Value::Null);
+    assert_eq!(log["pending"], json!([]), "{log:#}");
+    // Only the owner reads them.
+    let created = expect_status(
+        client.post(
+            "/v1/memory/keys",
+            &json!({"label": "agent", "read_only": false}),
+        ),
+        201,
+    );
+    let agent = Client::new(&delivering_server().base_url, created["key"].as_str());
+    expect_error(agent.get("/v1/memory/webhook/deliveries"), 403);
+}
+
+fn attempts(log: &Value) -> &Vec<Value> {
+    log["attempts"].as_array().expect("attempts")
+}
+
+/// The account's delivery log once it lists `count` attempts and nothing pending.
+#[track_caller]
+fn wait_for_attempts(client: &Client, count: usize) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let log = expect_status(client.get("/v1/memory/webhook/deliveries"), 200);
+        if attempts(&log).len() >= count && log["pending"] == json!([]) {
+            return log;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the log did not list {count} attempts: {log:#}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]
@@ -418,6 +478,14 @@ fn a_receiver_that_always_fails_gets_exactly_max_attempts() {
         .iter()
         .all(|attempt| attempt.header("x-service-delivery")
             == received[0].header("x-service-delivery")));
+    let log = wait_for_attempts(&client, MAX_ATTEMPTS as usize);
+    assert_eq!(attempts(&log).len(), MAX_ATTEMPTS as usize, "{log:#}");
+    assert_eq!(
+        attempts(&log)[0]["outcome"],
+        json!("failed"),
+        "given up: {log:#}"
+    );
+    assert_eq!(attempts(&log)[1]["outcome"], json!("retrying"), "{log:#}");
 }
 
 #[test]

@@ -27,6 +27,7 @@ use memvault_types::ErrorCode;
 use tokio::sync::mpsc;
 
 use super::delivery::DeliveryClient;
+use super::log::{AttemptOutcome, AttemptRecord, DeliveryLog};
 use super::payload::EventPayload;
 use super::{WebhookSettings, MAX_BACKOFF};
 use memvault_events::MemoryEvent;
@@ -64,6 +65,8 @@ pub struct WebhookDeliveries {
     settings: WebhookSettings,
     /// The guarded HTTP client shared by every attempt.
     client: DeliveryClient,
+    /// Each attempt's outcome, for the tenant to see.
+    log: DeliveryLog,
 }
 
 impl WebhookDeliveries {
@@ -72,6 +75,7 @@ impl WebhookDeliveries {
         tenants: Arc<dyn WebhookDirectory>,
         secrets: Option<Arc<SecretBox>>,
         settings: WebhookSettings,
+        log: DeliveryLog,
     ) -> Result<Self, String> {
         let client = DeliveryClient::new(&settings)?;
         Ok(Self {
@@ -80,7 +84,29 @@ impl WebhookDeliveries {
             secrets,
             settings,
             client,
+            log,
         })
+    }
+
+    /// Notes how an attempt ended in the tenant's recent attempts.
+    fn note(
+        &self,
+        delivery: &OutboxDelivery,
+        attempt: u32,
+        started: std::time::Instant,
+        outcome: AttemptOutcome,
+    ) {
+        self.log.record(
+            &delivery.tenant_id,
+            AttemptRecord {
+                delivery: delivery.id.clone(),
+                event: delivery.event.clone(),
+                attempt,
+                at: Utc::now(),
+                millis: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                outcome,
+            },
+        );
     }
 
     async fn load(&self, key: &DeliveryKey) -> Result<Option<OutboxDelivery>, Failure> {
@@ -174,7 +200,7 @@ impl JobKind for WebhookDeliveries {
             .collect())
     }
 
-    async fn run(&self, key: &DeliveryKey, _attempt: u32) -> Outcome {
+    async fn run(&self, key: &DeliveryKey, attempt: u32) -> Outcome {
         if !self.tenants.serves(&key.0) {
             // The tenant moved to another node, which resumes its outbox.
             tracing::debug!(tenant = %key.0, delivery = %key.1, "tenant served elsewhere; delivery left to its node");
@@ -186,7 +212,20 @@ impl JobKind for WebhookDeliveries {
             Ok(None) => return Outcome::Done,
             Err(error) => return Outcome::Retry(error.context("the outbox could not be read")),
         };
-        match self.attempt(&delivery).await {
+        let started = std::time::Instant::now();
+        let outcome = self.attempt(&delivery).await;
+        match &outcome {
+            Attempt::Delivered => self.note(&delivery, attempt, started, AttemptOutcome::Delivered),
+            Attempt::Failed(reason) if self.tenants.serves(&key.0) => {
+                let outcome = AttemptOutcome::Failed {
+                    reason: reason.clone(),
+                    retrying: attempt < self.settings.max_attempts,
+                };
+                self.note(&delivery, attempt, started, outcome);
+            }
+            Attempt::Failed(_) | Attempt::NoWebhook => {}
+        }
+        match outcome {
             Attempt::Delivered => {
                 tracing::debug!(tenant = %key.0, delivery = %key.1, event = %delivery.event, "webhook delivered");
                 self.remove(key).await;

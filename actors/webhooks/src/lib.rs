@@ -8,6 +8,7 @@
 //!   job kind that delivers it (bounded concurrency, retries with the job system's
 //!   back-off a bounded number of times; on start, what a previous run left in the
 //!   outbox).
+//! - [`log`]: each tenant's recent attempts and how they ended ([`DeliveryLog`]).
 //! - [`payload`]: the JSON body of a delivery.
 //! - [`delivery`]: one signed POST (`X-Service-Signature`, `X-Service-Event`,
 //!   `X-Service-Delivery`).
@@ -23,12 +24,14 @@
 pub mod deliveries;
 pub mod delivery;
 pub mod guard;
+pub mod log;
 pub mod payload;
 pub mod sign;
 
 use std::time::Duration;
 
 pub use deliveries::{record_events, WebhookDeliveries, WebhookDirectory, CONCURRENT_ATTEMPTS};
+pub use log::{AttemptOutcome, AttemptRecord, DeliveryLog, RECENT_ATTEMPTS};
 
 use memvault_events::MemoryEventKind;
 

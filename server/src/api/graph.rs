@@ -1,6 +1,7 @@
 //! Graph memory: `POST .../{collection}/remember`, `GET /v1/memory/extract/job/{job_id}`,
 //! `GET .../{collection}/contradictions`, `GET .../{collection}/profile`,
-//! `GET .../{collection}/memories/{memory_id}/history`.
+//! `GET .../{collection}/memories/{memory_id}/history`,
+//! `POST .../{collection}/memories/{memory_id}/reinstate`.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -20,9 +21,9 @@ use utoipa_axum::routes;
 
 use super::audit::{Audit, AuditRoutes};
 use super::auth::{Authenticated, Writer};
-use super::collections::{readable, writable_or_new};
+use super::collections::{readable, writable, writable_or_new};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
-use super::files::sign_memory;
+use super::files::{sign_memory, signed_memory};
 use super::memories::MemoryResponse;
 use super::AppState;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -34,6 +35,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(contradictions))
         .routes(routes!(profile))
         .routes(routes!(history))
+        .routes(routes!(reinstate).audit(Audit::Change("memory.reinstate")))
 }
 
 /// Nested at `/v1/memory/extract`.
@@ -411,4 +413,36 @@ pub async fn history(
         sign_memory(&files, &agent.tenant_id, &mut entry.memory).await;
     }
     Ok(Json(response))
+}
+
+/// Makes a superseded value current again (the contradictions review's "restore the
+/// older"): a new memory with the older one's text, type, slot and value, written now,
+/// supersedes what holds the slot. The older memory and the value that replaced it stay
+/// in the slot's history, so `as_of` still answers each moment as it was. 200 with the
+/// memory that holds the slot when it already says the same; 422 when the memory is not
+/// a superseded value of a slot.
+#[utoipa::path(post, path = "/memories/{memory_id}/reinstate", tag = "graph",
+    params(("collection" = String, Path), ("memory_id" = String, Path)),
+    responses((status = 201, body = MemoryResponse), (status = 200, body = MemoryResponse),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn reinstate(
+    State(graph): State<Graph>,
+    State(authorizer): State<Authorizer>,
+    State(files): State<Files>,
+    Writer(agent): Writer,
+    ApiPath((collection, memory_id)): ApiPath<(String, String)>,
+) -> ApiResult<(StatusCode, Json<MemoryResponse>)> {
+    let access = writable(&authorizer, &agent, &collection)?;
+    let (memory, created) = graph.reinstate(&access, &memory_id).await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(signed_memory(&files, &agent.tenant_id, &memory).await),
+    ))
 }

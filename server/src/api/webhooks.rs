@@ -1,4 +1,5 @@
-//! The tenant's outbound webhook: `GET/PUT/DELETE /v1/memory/webhook/config`.
+//! The tenant's outbound webhook: `GET/PUT/DELETE /v1/memory/webhook/config`, and what
+//! became of its events: `GET /v1/memory/webhook/deliveries`.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -6,7 +7,7 @@ use axum::Json;
 use chrono::{DateTime, Utc};
 use memvault_core::service::WebhookView;
 use memvault_core::Settings;
-use memvault_webhooks::EVENTS;
+use memvault_webhooks::{AttemptRecord, EVENTS};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -24,6 +25,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(fetch))
         .routes(routes!(put).audit(Audit::Change("webhook.set")))
         .routes(routes!(remove).audit(Audit::Change("webhook.delete")))
+        .routes(routes!(deliveries))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -120,6 +122,90 @@ pub async fn remove(
     } else {
         Err(not_configured())
     }
+}
+
+/// One attempt to POST an event.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveryAttemptResponse {
+    /// The delivery's id: `X-Service-Delivery` and the body's `id`, the same on every
+    /// attempt of one event.
+    pub delivery_id: String,
+    pub event: String,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    /// When the attempt ended.
+    pub at: DateTime<Utc>,
+    pub duration_ms: u64,
+    /// `delivered` (2xx), `retrying` (failed; another attempt follows) or `failed` (the
+    /// last attempt failed: the event is dropped).
+    pub outcome: String,
+    /// Why it failed: the receiver's status or the transport error.
+    pub reason: Option<String>,
+}
+
+/// An event waiting for its first or next attempt.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PendingDeliveryResponse {
+    pub delivery_id: String,
+    pub event: String,
+    /// Attempts made so far.
+    pub attempts: u32,
+    pub next_attempt_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookDeliveriesResponse {
+    /// The latest attempts, newest first: at most 50, kept in memory by the node that
+    /// sends the account's events (a restart starts an empty list).
+    pub attempts: Vec<DeliveryAttemptResponse>,
+    /// Events still to be delivered, oldest first (the outbox, which survives restarts).
+    pub pending: Vec<PendingDeliveryResponse>,
+}
+
+impl From<&AttemptRecord> for DeliveryAttemptResponse {
+    fn from(attempt: &AttemptRecord) -> Self {
+        Self {
+            delivery_id: attempt.delivery.clone(),
+            event: attempt.event.clone(),
+            attempt: attempt.attempt,
+            at: attempt.at,
+            duration_ms: attempt.millis,
+            outcome: attempt.outcome.as_str().to_owned(),
+            reason: attempt.outcome.reason().map(str::to_owned),
+        }
+    }
+}
+
+/// What became of the webhook's events: the latest attempts with their outcome, and the
+/// events still waiting in the outbox. Owner keys only.
+#[utoipa::path(get, path = "/deliveries", tag = "webhooks",
+    responses((status = 200, body = WebhookDeliveriesResponse), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn deliveries(
+    State(settings): State<Settings>,
+    Owner(agent): Owner,
+) -> ApiResult<Json<WebhookDeliveriesResponse>> {
+    let view = settings.webhook_deliveries(&agent.tenant_id).await?;
+    Ok(Json(WebhookDeliveriesResponse {
+        attempts: view
+            .recent
+            .iter()
+            .map(DeliveryAttemptResponse::from)
+            .collect(),
+        pending: view
+            .pending
+            .into_iter()
+            .map(|delivery| PendingDeliveryResponse {
+                delivery_id: delivery.id,
+                event: delivery.event,
+                attempts: delivery.attempts,
+                next_attempt_at: delivery.next_attempt_at,
+                created_at: delivery.created_at,
+            })
+            .collect(),
+    }))
 }
 
 fn not_configured() -> ApiError {

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use memvault_storage::Store;
 use memvault_storage::{
-    CollectionName, CreatedBy, EmbeddingModel, ExtractJobRecord, JobState, MemoryRecord, TenantId,
+    CollectionName, CreatedBy, EmbeddingModel, ExtractJobRecord, JobState, MemoryRecord,
+    RememberedFact, TenantId,
 };
 
 use super::access::{CollectionAccess, Read, Write};
@@ -247,6 +248,99 @@ impl Graph {
             ),
         };
         let importance = input.importance.unwrap_or(DEFAULT_IMPORTANCE);
+        let stored = self
+            .store_facts(tenant, created_by, collection, facts, importance, now)
+            .await?;
+        Ok(match stored {
+            Some(facts) => RememberOutcome {
+                facts,
+                extractor,
+                detail,
+            },
+            None => RememberOutcome {
+                facts: Vec::new(),
+                extractor,
+                detail: Some("no statement to remember was found in the content".to_owned()),
+            },
+        })
+    }
+
+    /// Makes the value of the superseded memory `id` current again, as a new memory
+    /// written now with its text, category, slot and value: on its slot it supersedes the
+    /// value that replaced it (or whatever holds the slot now). The older memory stays as
+    /// it was, so the slot's history and `as_of` answer every moment as it was then.
+    /// Answers the memory that holds the value now, and whether it is new (false when the
+    /// value already holds the slot: nothing is written).
+    pub async fn reinstate(
+        &self,
+        access: &CollectionAccess<Write>,
+        id: &str,
+    ) -> Result<(Arc<MemoryRecord>, bool)> {
+        let (agent, collection) = (access.agent(), access.collection());
+        let entry = self.tree.collection_entry(&agent.tenant_id, collection)?;
+        let older = entry
+            .handle
+            .snapshot()
+            .memories
+            .get(id)
+            .cloned()
+            .ok_or_else(|| Error::MemoryNotFound {
+                collection: collection.clone(),
+                id: id.to_owned(),
+            })?;
+        if older.superseded_by.is_none() || older.slot.is_none() {
+            return Err(Error::Invalid(format!(
+                "memory {id} is not a superseded value of a slot: only a value another one replaced can be reinstated"
+            )));
+        }
+        let fact = IncomingFact {
+            category: older.category.clone(),
+            text: older.text.clone(),
+            slot: older.slot.clone(),
+            value: older.value.clone().unwrap_or_else(|| older.text.clone()),
+            valid_until: None,
+            embedding: Vec::new(),
+        };
+        let now = self.tree.now();
+        let stored = self
+            .store_facts(
+                &agent.tenant_id,
+                created_by(agent),
+                collection,
+                vec![fact],
+                older.importance,
+                now,
+            )
+            .await?
+            .unwrap_or_default();
+        let fact = stored
+            .first()
+            .ok_or_else(|| Error::Invalid(format!("memory {id} has no words to reinstate")))?;
+        self.tree
+            .collection_entry(&agent.tenant_id, collection)?
+            .handle
+            .snapshot()
+            .memories
+            .get(&fact.id)
+            .cloned()
+            .map(|memory| (memory, fact.relation != "duplicate"))
+            .ok_or_else(|| Error::MemoryNotFound {
+                collection: collection.clone(),
+                id: fact.id.clone(),
+            })
+    }
+
+    /// Embeds `facts` and hands them to the collection, which decides on each against
+    /// its slot (see `collection::remember`); `None` when no fact has words.
+    async fn store_facts(
+        &self,
+        tenant: &TenantId,
+        created_by: CreatedBy,
+        collection: &CollectionName,
+        facts: Vec<IncomingFact>,
+        importance: f64,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Vec<RememberedFact>>> {
         self.quotas
             .admit(
                 tenant,
@@ -254,16 +348,12 @@ impl Graph {
             )
             .await?;
         let mut attempt = 0;
-        let facts = loop {
+        loop {
             attempt += 1;
             let model = self.embedding.collection_model(tenant, collection);
             let embedded = self.embed_facts(&model, facts.clone()).await?;
             if embedded.is_empty() {
-                return Ok(RememberOutcome {
-                    facts: Vec::new(),
-                    extractor,
-                    detail: Some("no statement to remember was found in the content".to_owned()),
-                });
+                return Ok(None);
             }
             let handle = self.quotas.ensure_collection(tenant, collection).await?;
             let created_by = created_by.clone();
@@ -280,14 +370,9 @@ impl Graph {
                 .await;
             match stored {
                 Err(Error::EmbeddingSwitched { .. }) if attempt < 3 => continue,
-                stored => break stored?,
+                stored => return stored.map(Some),
             }
-        };
-        Ok(RememberOutcome {
-            facts,
-            extractor,
-            detail,
-        })
+        }
     }
 
     async fn embed_facts(

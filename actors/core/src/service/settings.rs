@@ -62,6 +62,8 @@ pub struct Settings {
     /// Resumed when a tenant's LLM settings change (the cause of its failures may be gone).
     pub(super) extraction: ExtractionQueue,
     pub(super) webhooks: WebhookSettings,
+    /// Recent webhook delivery attempts, as the delivery job kind notes them.
+    pub(super) delivery_log: memvault_webhooks::DeliveryLog,
     pub(super) stores: Arc<TenantStores>,
     /// Let a tenant's own bucket be on a private address (off by default: SSRF).
     pub(super) allow_private_buckets: bool,

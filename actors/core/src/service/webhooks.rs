@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use dashmap::DashMap;
-use memvault_storage::{TenantId, TenantSettings, WebhookRecord};
+use memvault_storage::{OutboxDelivery, TenantId, TenantSettings, WebhookRecord};
 use memvault_webhooks::guard::{check_target, parse_target};
-use memvault_webhooks::WebhookDirectory;
+use memvault_webhooks::{AttemptRecord, WebhookDirectory};
 use rand::RngCore;
 
 use super::Settings;
@@ -65,6 +65,16 @@ impl From<&WebhookRecord> for WebhookView {
     }
 }
 
+/// What became of a tenant's webhook events: attempts, and what is still to be sent.
+#[derive(Debug, Clone)]
+pub struct WebhookDeliveriesView {
+    /// The last attempts on this node, newest first (at most
+    /// [`memvault_webhooks::RECENT_ATTEMPTS`]).
+    pub recent: Vec<AttemptRecord>,
+    /// Deliveries waiting for their first or next attempt, oldest first.
+    pub pending: Vec<OutboxDelivery>,
+}
+
 impl Settings {
     pub fn webhook_config(&self, tenant: &TenantId) -> Result<Option<WebhookView>> {
         let settings = self.tree.tenant_handle(tenant)?.snapshot().settings.clone();
@@ -103,10 +113,28 @@ impl Settings {
         }
         let (store, owner) = (self.store.clone(), tenant.clone());
         let dropped = blocking(move || store.delete_deliveries_of(&owner)).await?;
+        self.delivery_log.forget(tenant);
         if dropped > 0 {
             tracing::info!(%tenant, deliveries = dropped, "webhook deleted; pending deliveries dropped");
         }
         Ok(had)
+    }
+
+    /// The tenant's recent delivery attempts on this node, newest first, and the
+    /// deliveries still in its outbox, oldest first.
+    pub async fn webhook_deliveries(&self, tenant: &TenantId) -> Result<WebhookDeliveriesView> {
+        self.check_tenant(tenant)?;
+        let (store, owner) = (self.store.clone(), tenant.clone());
+        let mut pending: Vec<OutboxDelivery> = blocking(move || store.pending_deliveries())
+            .await?
+            .into_iter()
+            .filter(|delivery| delivery.tenant_id == owner)
+            .collect();
+        pending.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(WebhookDeliveriesView {
+            recent: self.delivery_log.recent(tenant),
+            pending,
+        })
     }
 
     /// Stores and publishes the tenant's webhook through its actor, leaving every other

@@ -50,6 +50,7 @@ impl Done {
             "deleted" => "Deleted.",
             "archived" => "Archived.",
             "restored" => "Restored.",
+            "reinstated" => "The older value is current again: the history below shows the chain.",
             "pinned" => "Pinned.",
             "unpinned" => "Unpinned.",
             "revoked" => "Key revoked: its sessions and API calls end now.",

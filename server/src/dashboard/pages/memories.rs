@@ -11,8 +11,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use chrono::{DateTime, NaiveDate, Utc};
 use maud::{html, Markup};
-use memvault_core::service::access::Read;
-use memvault_core::ListPage;
+use memvault_core::service::access::{CollectionAccess, Read};
 use memvault_storage::{CollectionName, MemoryRecord};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -55,6 +54,10 @@ pub fn routes() -> Router<Dashboard> {
         .route(
             "/dashboard/collections/{collection}/memories/{id}/delete",
             post(delete),
+        )
+        .route(
+            "/dashboard/collections/{collection}/memories/{id}/reinstate",
+            post(reinstate),
         )
         .route(
             "/dashboard/collections/{collection}/contradictions",
@@ -176,7 +179,7 @@ fn read_access(
     state: &Dashboard,
     viewer: &Viewer,
     name: &str,
-) -> Result<memvault_core::service::access::CollectionAccess<Read>, Failure> {
+) -> Result<CollectionAccess<Read>, Failure> {
     let collection = CollectionName::parse(name).map_err(invalid)?;
     Ok(state
         .app
@@ -196,25 +199,17 @@ async fn browse(
         Ok(access) => access,
         Err(failure) => return layout::failed(&viewer, &failure, "collections"),
     };
-    let all = match state.app.memories.list(
-        &access,
-        ListPage {
-            offset: 0,
-            limit: usize::MAX,
-            include_archived: true,
-        },
-    ) {
-        Ok(all) => all,
-        Err(error) => return layout::failed(&viewer, &Failure::from(error), &here),
-    };
     let now = Utc::now();
-    let mut sources: Vec<&str> = all.iter().map(|memory| memory.source.as_str()).collect();
-    sources.sort_unstable();
-    sources.dedup();
+    let page = filters
+        .page
+        .as_deref()
+        .and_then(|page| page.parse::<usize>().ok())
+        .unwrap_or(1)
+        .clamp(1, MAX_PAGE);
     let query = blank(&filters.q).map(str::to_owned);
     let searchable = matches!(filters.status(), "current" | "pinned" | "archived" | "all");
     let mut scores = std::collections::HashMap::new();
-    let matched: Vec<Arc<MemoryRecord>> = match &query {
+    let listed = match &query {
         // Search leaves superseded and expired memories out: those are matched by words.
         Some(query) if searchable => {
             let mode = blank(&filters.mode)
@@ -236,7 +231,7 @@ async fn browse(
                 Ok(results) => results,
                 Err(failure) => return layout::failed(&viewer, &failure, &here),
             };
-            items(&results, "results")
+            let found: Vec<Arc<MemoryRecord>> = items(&results, "results")
                 .iter()
                 .filter_map(|result| {
                     let id = result["id"].as_str()?;
@@ -244,7 +239,16 @@ async fn browse(
                     state.app.memories.get(&access, id).ok()
                 })
                 .filter(|memory| filters.keeps(memory, now))
-                .collect()
+                .collect();
+            let more = found.len() > page * PAGE;
+            Ok((
+                found
+                    .into_iter()
+                    .skip((page - 1) * PAGE)
+                    .take(PAGE)
+                    .collect(),
+                more,
+            ))
         }
         Some(query) => {
             let words: Vec<String> = query
@@ -252,30 +256,30 @@ async fn browse(
                 .split_whitespace()
                 .map(str::to_owned)
                 .collect();
-            all.iter()
-                .filter(|memory| filters.keeps(memory, now))
-                .filter(|memory| {
-                    let text = memory.text.to_lowercase();
-                    words.iter().all(|word| text.contains(word.as_str()))
-                })
-                .cloned()
-                .collect()
+            page_of(&state, &access, &filters, page, |memory| {
+                let text = memory.text.to_lowercase();
+                filters.keeps(memory, now) && words.iter().all(|word| text.contains(word.as_str()))
+            })
         }
-        None => all
-            .iter()
-            .filter(|memory| filters.keeps(memory, now))
-            .cloned()
-            .collect(),
+        None => page_of(&state, &access, &filters, page, |memory| {
+            filters.keeps(memory, now)
+        }),
     };
-    let page = filters
-        .page
-        .as_deref()
-        .and_then(|page| page.parse::<usize>().ok())
-        .unwrap_or(1)
-        .max(1);
-    let shown: Vec<&Arc<MemoryRecord>> =
-        matched.iter().skip((page - 1) * PAGE).take(PAGE).collect();
-    let pages = matched.len().div_ceil(PAGE).max(1);
+    let (shown, more): (Vec<Arc<MemoryRecord>>, bool) = match listed {
+        Ok(listed) => listed,
+        Err(error) => return layout::failed(&viewer, &Failure::from(error), &here),
+    };
+    let mut sources: Vec<&str> = shown.iter().map(|memory| memory.source.as_str()).collect();
+    sources.sort_unstable();
+    sources.dedup();
+    let mut any = false;
+    if shown.is_empty() {
+        // Only the empty state needs to know whether the collection has any memory.
+        let _ = state.app.memories.walk(&access, |_| {
+            any = true;
+            false
+        });
+    }
     let done = Done {
         done: filters.done.clone(),
     };
@@ -295,12 +299,8 @@ async fn browse(
                     option value=(option) selected[status == option] { (option) }
                 }
             } }
-            label { "Source" select name="source" {
-                option value="" { "any" }
-                @for source in &sources {
-                    option value=(source) selected[blank(&filters.source) == Some(*source)] { (source) }
-                }
-            } }
+            label { "Source" input type="text" name="source" list="sources" value=(filters.source.as_deref().unwrap_or("")) placeholder="any"; }
+            datalist #sources { @for source in &sources { option value=(source) {} } }
             label { "Agent (key id or label)" input type="text" name="agent" value=(filters.agent.as_deref().unwrap_or("")); }
             label { "Container tag" input type="text" name="tag" value=(filters.tag.as_deref().unwrap_or("")); }
             label { "Created from" input type="date" name="from" value=(filters.from.as_deref().unwrap_or("")); }
@@ -308,12 +308,12 @@ async fn browse(
             button type="submit" { "Apply" }
         }
         p.muted.small {
-            (matched.len()) " of " (all.len()) " memories"
+            "Page " (page) ": " (shown.len()) " memories"
             @if query.is_some() && searchable { " (best 50 search results, then the filters)" }
             @if query.is_some() && !searchable { " (search leaves " (status) " memories out, so these are matched by their words)" }
         }
-        @if matched.is_empty() {
-            @if all.is_empty() {
+        @if shown.is_empty() {
+            @if !any {
                 (layout::empty("This collection has no memories yet.", html! {
                     p { "Add one below, drop files on the " a href="files" { "Files" } " page, or connect a source on the " a href="connectors" { "Connectors" } " page." }
                 }))
@@ -354,8 +354,8 @@ async fn browse(
             }
             div.pager {
                 @if page > 1 { a href=(format!("{here}/memories?{}", filters.with_page(page - 1))) { "← Newer" } }
-                span.muted { "Page " (page) " of " (pages) }
-                @if page < pages { a href=(format!("{here}/memories?{}", filters.with_page(page + 1))) { "Older →" } }
+                span.muted { "Page " (page) }
+                @if more { a href=(format!("{here}/memories?{}", filters.with_page(page + 1))) { "Older →" } }
             }
         }
         @if viewer.may_write() {
@@ -378,6 +378,46 @@ async fn browse(
         &format!("Memories of {name}"),
         content,
     )
+}
+
+/// The deepest page the browser walks to (`PAGE` memories each).
+const MAX_PAGE: usize = 10_000;
+
+/// The memories of `page` (from 1) among those `keeps` accepts, and whether more follow:
+/// a walk of the collection in listing order that stops after the page, so the first
+/// pages cost the same in any collection. Superseded ones are walked from their own
+/// index, most recently superseded first.
+fn page_of(
+    state: &Dashboard,
+    access: &CollectionAccess<Read>,
+    filters: &Filters,
+    page: usize,
+    keeps: impl Fn(&MemoryRecord) -> bool,
+) -> Result<(Vec<Arc<MemoryRecord>>, bool), memvault_core::Error> {
+    let mut skip = (page - 1) * PAGE;
+    let mut shown = Vec::with_capacity(PAGE);
+    let mut more = false;
+    let visit = |memory: &Arc<MemoryRecord>| {
+        if !keeps(memory) {
+            return true;
+        }
+        if skip > 0 {
+            skip -= 1;
+            return true;
+        }
+        if shown.len() == PAGE {
+            more = true;
+            return false;
+        }
+        shown.push(memory.clone());
+        true
+    };
+    if filters.status() == "superseded" {
+        state.app.memories.walk_superseded(access, visit)?;
+    } else {
+        state.app.memories.walk(access, visit)?;
+    }
+    Ok((shown, more))
 }
 
 /// The first `chars` characters of a text, with an ellipsis when cut.
@@ -752,6 +792,33 @@ async fn delete(
     }
 }
 
+/// `POST .../{id}/reinstate`: the superseded value is current again, as a new memory
+/// (the API's `reinstate`); on to that memory, whose history shows the whole chain.
+async fn reinstate(
+    State(state): State<Dashboard>,
+    Path((name, id)): Path<(String, String)>,
+    change: Change,
+) -> Response {
+    let viewer = &change.viewer;
+    let path = format!(
+        "{}/memories/{}/reinstate",
+        collection_path(&name),
+        segment(&id)
+    );
+    let back = format!("collections/{}/contradictions", segment(&name));
+    match state.api.call(viewer, Method::POST, &path, None).await {
+        Ok(memory) => see_other(
+            &viewer.base,
+            &format!(
+                "collections/{}/memories/{}?done=reinstated",
+                segment(&name),
+                segment(text(&memory, "id"))
+            ),
+        ),
+        Err(failure) => layout::failed(viewer, &failure, &back),
+    }
+}
+
 /// `GET .../contradictions`: each superseded memory beside the one that replaced it.
 async fn contradictions(
     State(state): State<Dashboard>,
@@ -768,7 +835,7 @@ async fn contradictions(
     let memory = |value: &Value| format!("{here}/memories/{}", segment(text(value, "id")));
     let content = html! {
         p.small { a href=(here) { "← " (name) } }
-        p.muted { "When a newer fact replaces an older one on the same slot, the older leaves search. Review each pair: keep the newer (nothing to do), archive the newer to drop it, or edit either." }
+        p.muted { "When a newer fact replaces an older one on the same slot, the older leaves search. Review each pair: keep the newer (nothing to do), restore the older (it becomes current again, and the newer is kept in the history), archive the newer to drop it from search, or edit either." }
         @if pairs.is_empty() {
             (layout::empty("No contradictions: no memory of this collection has been superseded.", html! {}))
         }
@@ -797,6 +864,13 @@ async fn contradictions(
                         (layout::badge("bad", "older, superseded"))
                         p.text { (text(&pair["superseded"], "text")) }
                         a href=(memory(&pair["superseded"])) { "Open" }
+                        @if viewer.may_write() && pair["until"].is_null() {
+                            " "
+                            form.inline method="post" action=(format!("{}/reinstate", memory(&pair["superseded"]))) {
+                                (layout::csrf(&viewer))
+                                button.secondary type="submit" { "Restore the older" }
+                            }
+                        }
                     }
                 }
             }

@@ -1,12 +1,12 @@
 //! The account's webhook: its URL and events, setting it (the signing secret shown once),
-//! removing it.
+//! removing it, and its deliveries (waiting, and the latest attempts with their outcome).
 
 use axum::extract::{Query, State};
 use axum::http::Method;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
-use maud::html;
+use maud::{html, Markup};
 use serde_json::{json, Value};
 
 use super::collections::Done;
@@ -31,6 +31,15 @@ async fn render(
         .get(viewer, "/v1/memory/webhook/config")
         .await
         .ok();
+    let deliveries = if viewer.is_owner() {
+        state
+            .api
+            .get(viewer, "/v1/memory/webhook/deliveries")
+            .await
+            .ok()
+    } else {
+        None
+    };
     let content = html! {
         (layout::done_notice(done))
         @if let Some(created) = created {
@@ -48,6 +57,9 @@ async fn render(
                         dt { "Events" } dd { @for (i, event) in items(config, "events").iter().enumerate() { @if i > 0 { ", " } code { (event.as_str().unwrap_or("")) } } }
                         dt { "Since" } dd { (layout::when(&config["created_at"])) }
                     }
+                }
+                @if let Some(deliveries) = &deliveries {
+                    (recent(deliveries))
                 }
                 @if viewer.is_owner() {
                     form method="post" action="webhook/delete" data-confirm="Remove the webhook? Deliveries stop." {
@@ -71,6 +83,47 @@ async fn render(
         }
     };
     layout::page(viewer, "webhook", "Webhook", content)
+}
+
+/// The events still to be sent and the latest attempts; refreshes itself every 5 s
+/// while the page is open (htmx), and reads as it is without script.
+fn recent(deliveries: &Value) -> Markup {
+    let pending = items(deliveries, "pending");
+    let attempts = items(deliveries, "attempts");
+    html! {
+        div #deliveries hx-get="webhook" hx-trigger="every 5s" hx-select="#deliveries" hx-swap="outerHTML" hx-disinherit="*" {
+            h2 { "Deliveries" }
+            @if !pending.is_empty() {
+                p { (pending.len()) " event(s) waiting to be sent; the oldest is due " (layout::when(&pending[0]["next_attempt_at"])) "." }
+            }
+            @if attempts.is_empty() {
+                (layout::empty("No delivery attempted yet on this server since it started. Add, change or delete a memory to send one.", html! {}))
+            } @else {
+                div.table-wrap { table {
+                    thead { tr { th { "When" } th { "Event" } th { "Attempt" } th { "Outcome" } th.hide-narrow { "Delivery" } th.num { "ms" } } }
+                    tbody {
+                        @for attempt in attempts {
+                            tr {
+                                td.small { (layout::when(&attempt["at"])) }
+                                td { code { (text(attempt, "event")) } }
+                                td.num { (attempt["attempt"].as_u64().unwrap_or(0)) }
+                                td {
+                                    @match text(attempt, "outcome") {
+                                        "delivered" => (layout::badge("good", "delivered")),
+                                        "retrying" => (layout::badge("warn", "retrying")),
+                                        other => (layout::badge("bad", other)),
+                                    }
+                                    @if let Some(reason) = attempt["reason"].as_str() { " " span.small { (reason) } }
+                                }
+                                td.hide-narrow.mono.small { (text(attempt, "delivery_id")) }
+                                td.num { (attempt["duration_ms"].as_u64().unwrap_or(0)) }
+                            }
+                        }
+                    }
+                } }
+            }
+        }
+    }
 }
 
 /// `GET /dashboard/webhook`.
