@@ -11,7 +11,7 @@ use crate::support::{
 };
 
 /// A browser stand-in: no redirects followed, the session cookie kept by hand.
-struct Browser {
+pub(crate) struct Browser {
     http: HttpClient,
     base_url: String,
     cookie: Option<String>,
@@ -32,7 +32,7 @@ impl Browser {
     }
 
     /// Signs in with `key`; panics unless a session opens.
-    fn signed_in(base_url: &str, key: &str) -> Self {
+    pub(crate) fn signed_in(base_url: &str, key: &str) -> Self {
         let mut browser = Self::new(base_url);
         let response = browser.sign_in(key);
         assert_eq!(
@@ -77,7 +77,7 @@ impl Browser {
 
     /// The page's HTML after asserting 200; keeps its CSRF token.
     #[track_caller]
-    fn page(&mut self, path: &str) -> String {
+    pub(crate) fn page(&mut self, path: &str) -> String {
         let response = self.get(path);
         let status = response.status().as_u16();
         let html = response.text().unwrap_or_default();

@@ -113,6 +113,15 @@ fn the_platform_llm_extracts_bills_retries_and_respects_the_cap() {
         (spend["spent_usd"].as_f64().unwrap() - expected_cost).abs() < 1e-9,
         "{spend}"
     );
+    // The dashboard's usage page counts the same calls under today's date.
+    let mut browser = crate::dashboard::Browser::signed_in(&server.base_url, client.key());
+    let html = browser.page("/dashboard/usage");
+    let today = chrono::Utc::now().format("%Y-%m-%d");
+    let row = format!(
+        "<td>{today}</td><td>extract</td><td>gpt-4o-mini</td><td>platform</td><td class=\"num\">4</td><td class=\"num\">2882</td><td class=\"num\">{expected_cost:.4}</td>"
+    );
+    assert!(html.contains(&row), "no {row} in {html}");
+    assert!(html.contains("LLM tokens per day"), "{html}");
 
     // Over the cap: stored raw, no LLM call; search's LLM steps are skipped, saying why.
     let capped = expect_status(

@@ -538,10 +538,12 @@ pub struct OutboxDelivery {
     pub created_at: DateTime<Utc>,
 }
 
-/// LLM tokens spent by a tenant in one month, for one purpose and model.
+/// LLM tokens spent by a tenant in one period, for one purpose and model. Every call is
+/// counted twice: in its month's row (the spend cap reads these) and in its day's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageRow {
-    /// `YYYY-MM`, UTC.
+    /// The period, UTC: `YYYY-MM` for a month, `YYYY-MM-DD` for a day. The stores treat
+    /// it as an opaque key: `usage(tenant, period)` answers exactly that period's rows.
     pub month: String,
     /// What the tokens were spent on: `extract`, `rewrite`, `rerank`, `profile`, ...
     pub purpose: String,

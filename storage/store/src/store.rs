@@ -49,7 +49,7 @@ pub trait MetaStore: Send + Sync + 'static {
     /// Adds `delta`'s calls, tokens and cost to the row of the same month, purpose, model
     /// and `own_llm`, creating it when missing; atomic against concurrent adds.
     fn add_usage(&self, tenant: &TenantId, delta: &UsageRow) -> Result<()>;
-    /// The tenant's usage rows of one month (`YYYY-MM`).
+    /// The tenant's usage rows of exactly one period (`YYYY-MM` or `YYYY-MM-DD`).
     fn usage(&self, tenant: &TenantId, month: &str) -> Result<Vec<UsageRow>>;
 }
 

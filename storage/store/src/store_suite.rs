@@ -613,6 +613,16 @@ pub fn usage_adds_up_per_row(store: &dyn Store) {
     assert_eq!(november[1].purpose, "rerank");
     assert_eq!(store.usage(&tenant.id, "2026-10").unwrap().len(), 1);
     assert!(store.usage(&tenant.id, "2026-09").unwrap().is_empty());
+    // A day's period is its own: it neither adds to its month nor reads the month's rows.
+    store
+        .add_usage(&tenant.id, &row("2026-11-28", "extract", 4))
+        .unwrap();
+    let day = store.usage(&tenant.id, "2026-11-28").unwrap();
+    assert_eq!((day.len(), day[0].prompt_tokens), (1, 4));
+    assert_eq!(store.usage(&tenant.id, "2026-11").unwrap().len(), 2);
+    let extract = store.usage(&tenant.id, "2026-11").unwrap();
+    assert!(extract.iter().all(|row| row.prompt_tokens != 19));
+    assert!(store.usage(&tenant.id, "2026-11-2").unwrap().is_empty());
 }
 
 pub fn jobs_leave_the_queue_when_finished(store: &dyn Store) {

@@ -187,6 +187,11 @@ pub(crate) fn month_of(at: DateTime<Utc>) -> String {
     at.format("%Y-%m").to_string()
 }
 
+/// The usage period of one day: `YYYY-MM-DD`, UTC.
+pub(crate) fn day_of(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%d").to_string()
+}
+
 /// The LLMs a tenant's calls go to, and their usage against its spend cap.
 #[derive(Clone)]
 pub struct Llms {
@@ -267,8 +272,9 @@ impl Llms {
         own_llm: bool,
         usage: TokenUsage,
     ) {
+        let now = self.tree.now();
         let row = UsageRow {
-            month: month_of(self.tree.now()),
+            month: month_of(now),
             purpose: purpose.as_str().to_owned(),
             model: model.to_owned(),
             own_llm,
@@ -277,8 +283,18 @@ impl Llms {
             completion_tokens: usage.completion_tokens,
             cost_usd: self.intelligence.price(model).cost(&usage),
         };
+        // The same counts again under the day, for usage by day: the month's rows alone
+        // decide the spend cap.
+        let day = UsageRow {
+            month: day_of(now),
+            ..row.clone()
+        };
         let (store, tenant) = (self.store.clone(), tenant.clone());
-        let outcome = tokio::task::spawn_blocking(move || store.add_usage(&tenant, &row)).await;
+        let outcome = tokio::task::spawn_blocking(move || {
+            store.add_usage(&tenant, &row)?;
+            store.add_usage(&tenant, &day)
+        })
+        .await;
         if !matches!(outcome, Ok(Ok(()))) {
             tracing::warn!(
                 purpose = purpose.as_str(),
@@ -295,6 +311,28 @@ impl Llms {
             .filter(|row| !row.own_llm)
             .map(|row| row.cost_usd)
             .sum())
+    }
+
+    /// The tenant's LLM usage rows of each of the last `days` days (today included),
+    /// oldest first; a day without calls has no rows.
+    pub async fn usage_by_day(
+        &self,
+        tenant: &TenantId,
+        days: u32,
+    ) -> Result<Vec<(chrono::NaiveDate, Vec<UsageRow>)>> {
+        let today = self.tree.now().date_naive();
+        let (store, tenant) = (self.store.clone(), tenant.clone());
+        blocking(move || {
+            (0..days)
+                .rev()
+                .map(|back| {
+                    let day = today - chrono::Duration::days(i64::from(back));
+                    let rows = store.usage(&tenant, &day.format("%Y-%m-%d").to_string())?;
+                    Ok((day, rows))
+                })
+                .collect()
+        })
+        .await
     }
 
     /// The tenant's LLM usage rows of the current month.

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use memvault_storage::Store;
 use memvault_storage::{
     CollectionName, CreatedBy, EmbeddingModel, MemoryRecord, StoredMemory, TenantId,
@@ -185,6 +186,28 @@ impl Memories {
                 if !visit(memory) {
                     break;
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Visits (pinned, created_at) of the collection's memories in listing order, archived
+    /// ones included, until `visit` answers false: counting by creation time without
+    /// reading the records.
+    pub fn walk_created(
+        &self,
+        access: &CollectionAccess<Read>,
+        mut visit: impl FnMut(bool, DateTime<Utc>) -> bool,
+    ) -> Result<()> {
+        let (tenant, collection) = (access.tenant(), access.collection());
+        let snapshot = self
+            .tree
+            .collection_entry(tenant, collection)?
+            .handle
+            .snapshot();
+        for (pinned, created_at, _) in snapshot.order.keys() {
+            if !visit(pinned.0, created_at.0) {
+                break;
             }
         }
         Ok(())

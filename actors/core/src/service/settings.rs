@@ -157,6 +157,17 @@ impl Settings {
         })
     }
 
+    /// The tenant's LLM usage rows of each of the last `days` days (today included),
+    /// oldest first.
+    pub async fn usage_by_day(
+        &self,
+        tenant: &TenantId,
+        days: u32,
+    ) -> Result<Vec<(chrono::NaiveDate, Vec<memvault_storage::UsageRow>)>> {
+        self.tree.tenant_handle(tenant)?;
+        self.llms.usage_by_day(tenant, days).await
+    }
+
     pub async fn set_spend_cap(
         &self,
         tenant: &TenantId,

@@ -25,6 +25,30 @@ struct AuditFilters {
     action: Option<String>,
     /// `success`, `denied` or `failed`.
     outcome: Option<String>,
+    /// From 1.
+    page: Option<String>,
+}
+
+/// Entries per page.
+const PAGE: usize = 100;
+
+impl AuditFilters {
+    /// The query string of these filters on another page.
+    fn with_page(&self, days: u32, page: usize) -> String {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        query.append_pair("days", &days.to_string());
+        for (name, value) in [
+            ("agent", &self.agent),
+            ("action", &self.action),
+            ("outcome", &self.outcome),
+        ] {
+            if let Some(value) = blank(value) {
+                query.append_pair(name, value);
+            }
+        }
+        query.append_pair("page", &page.to_string());
+        query.finish()
+    }
 }
 
 fn blank(value: &Option<String>) -> Option<&str> {
@@ -34,7 +58,7 @@ fn blank(value: &Option<String>) -> Option<&str> {
         .filter(|value| !value.is_empty())
 }
 
-/// `GET /dashboard/audit`: the newest 500 entries that pass the filters.
+/// `GET /dashboard/audit`: the entries that pass the filters, newest first, 100 to a page.
 async fn show(
     State(state): State<Dashboard>,
     viewer: Viewer,
@@ -66,7 +90,13 @@ async fn show(
             return layout::failed(&viewer, &failure, "./");
         }
     };
-    let shown: Vec<_> = entries
+    let page = filters
+        .page
+        .as_deref()
+        .and_then(|page| page.trim().parse::<usize>().ok())
+        .unwrap_or(1)
+        .clamp(1, 10_000);
+    let mut shown: Vec<_> = entries
         .iter()
         .filter(|entry| {
             blank(&filters.agent)
@@ -76,8 +106,11 @@ async fn show(
             blank(&filters.action).is_none_or(|action| entry.action.starts_with(action))
         })
         .filter(|entry| blank(&filters.outcome).is_none_or(|outcome| entry.outcome == outcome))
-        .take(500)
+        .skip((page - 1) * PAGE)
+        .take(PAGE + 1)
         .collect();
+    let more = shown.len() > PAGE;
+    shown.truncate(PAGE);
     let mut actions: Vec<&str> = entries.iter().map(|entry| entry.action.as_str()).collect();
     actions.sort_unstable();
     actions.dedup();
@@ -96,7 +129,7 @@ async fn show(
             } }
             button type="submit" { "Filter" }
         }
-        p.small.muted { (shown.len()) " of " (entries.len()) " entries in " (days) " days (newest first, at most 500 shown)" }
+        p.small.muted { "Page " (page) ": " (shown.len()) " entries (newest first) of " (entries.len()) " in " (days) " days" }
         @if shown.is_empty() {
             (layout::empty("No entry matches: changes made with any key of the account are logged here.", html! {}))
         } @else {
@@ -115,6 +148,11 @@ async fn show(
                     }
                 }
             } }
+            div.pager {
+                @if page > 1 { a href=(format!("audit?{}", filters.with_page(days, page - 1))) { "← Newer" } }
+                span.muted { "Page " (page) }
+                @if more { a href=(format!("audit?{}", filters.with_page(days, page + 1))) { "Older →" } }
+            }
         }
     };
     layout::page(&viewer, "audit", "Audit log", content)

@@ -298,6 +298,10 @@ async fn show(
         None => Vec::new(),
     };
     let here = format!("connectors/{}", segment(&id));
+    let busy = matches!(text(&connection, "status"), "syncing" | "running")
+        || runs
+            .iter()
+            .any(|run| matches!(text(run, "status"), "running" | "queued"));
     let done = Done {
         done: query.done.clone(),
     };
@@ -307,18 +311,6 @@ async fn show(
             div.notice.ok role="status" { "Connected to " (text(&connection, "provider")) ". The first sync runs at the next scheduled time, or now with “Sync now”." }
         }
         p.small { a href="connectors" { "← Connectors" } }
-        div.panel {
-            dl.facts {
-                dt { "Provider" } dd { (text(&connection, "provider")) }
-                dt { "Collection" } dd { a href=(format!("collections/{}", segment(text(&connection, "collection")))) { (text(&connection, "collection")) } }
-                dt { "State" } dd { (status_badge(text(&connection, "status")))
-                    @if connection["status"] == "paused" { " " span.small { "paused after 5 failed syncs in a row: a manual sync that succeeds resumes it" } } }
-                @if let Some(error) = connection["last_error"].as_str() { dt { "Last error" } dd { (error) } }
-                dt { "Last sync" } dd { (layout::when(&connection["last_sync_at"])) }
-                dt { "Next sync" } dd { (layout::when(&connection["next_sync_at"])) }
-                @if let Some(cursor) = connection["cursor"].as_str() { dt { "Cursor" } dd.mono { (cursor) } }
-            }
-        }
         @if viewer.may_write() {
             div.row {
                 form.inline method="post" action=(format!("{here}/sync")) {
@@ -332,26 +324,42 @@ async fn show(
                 }
             }
         }
-        h2 { "Runs" }
-        @if runs.is_empty() {
-            p.muted { "No run yet." }
-        } @else {
-            div.table-wrap { table {
-                thead { tr { th { "Started" } th { "Trigger" } th { "State" } th.num { "Synced" } th.num { "Unchanged" } th.num { "Deleted" } th { "Error" } } }
-                tbody {
-                    @for run in &runs {
-                        tr {
-                            td.small { (layout::when(&run["created_at"])) }
-                            td { (text(run, "trigger")) }
-                            td { (run_badge(text(run, "status"))) }
-                            td.num { (layout::number(&run["synced_count"])) }
-                            td.num { (layout::number(&run["unchanged_count"])) }
-                            td.num { (layout::number(&run["deleted_count"])) }
-                            td.small { (text(run, "error")) }
+        // While a sync runs, the state and the runs refresh themselves every 3 s.
+        div #connection hx-get=[busy.then(|| here.clone())] hx-trigger=[busy.then_some("every 3s")]
+            hx-select="#connection" hx-swap="outerHTML" hx-disinherit="*" {
+            div.panel {
+                dl.facts {
+                    dt { "Provider" } dd { (text(&connection, "provider")) }
+                    dt { "Collection" } dd { a href=(format!("collections/{}", segment(text(&connection, "collection")))) { (text(&connection, "collection")) } }
+                    dt { "State" } dd { (status_badge(text(&connection, "status")))
+                        @if connection["status"] == "paused" { " " span.small { "paused after 5 failed syncs in a row: a manual sync that succeeds resumes it" } } }
+                    @if let Some(error) = connection["last_error"].as_str() { dt { "Last error" } dd { (error) } }
+                    dt { "Last sync" } dd { (layout::when(&connection["last_sync_at"])) }
+                    dt { "Next sync" } dd { (layout::when(&connection["next_sync_at"])) }
+                    @if let Some(cursor) = connection["cursor"].as_str() { dt { "Cursor" } dd.mono { (cursor) } }
+                }
+            }
+            h2 { "Runs" }
+            @if runs.is_empty() {
+                p.muted { "No run yet." }
+            } @else {
+                div.table-wrap { table {
+                    thead { tr { th { "Started" } th { "Trigger" } th { "State" } th.num { "Synced" } th.num { "Unchanged" } th.num { "Deleted" } th { "Error" } } }
+                    tbody {
+                        @for run in &runs {
+                            tr {
+                                td.small { (layout::when(&run["created_at"])) }
+                                td { (text(run, "trigger")) }
+                                td { (run_badge(text(run, "status"))) }
+                                td.num { (layout::number(&run["synced_count"])) }
+                                td.num { (layout::number(&run["unchanged_count"])) }
+                                td.num { (layout::number(&run["deleted_count"])) }
+                                td.small { (text(run, "error")) }
+                            }
                         }
                     }
-                }
-            } }
+                } }
+            }
         }
     };
     let title = connection["name"].as_str().unwrap_or(&id).to_owned();

@@ -1,5 +1,5 @@
-//! Usage and spend: memories written per day, LLM tokens and cost this month by purpose
-//! and model, and the monthly cap.
+//! Usage and spend: memories written per day, LLM tokens and cost per day and this month
+//! by purpose and model, and the monthly cap.
 
 use std::collections::BTreeMap;
 
@@ -43,13 +43,16 @@ fn writes_per_day(state: &Dashboard, viewer: &Viewer, collections: &Value) -> Ve
         };
         // Listing order is pinned first, then newest first: the walk stops at the first
         // unpinned memory older than the chart.
-        let _ = state.app.memories.walk(&access, |memory| {
-            let day = memory.created_at.date_naive();
-            if let Some(count) = days.get_mut(&day) {
-                *count += 1.0;
-            }
-            memory.pinned || day >= first
-        });
+        let _ = state
+            .app
+            .memories
+            .walk_created(&access, |pinned, created_at| {
+                let day = created_at.date_naive();
+                if let Some(count) = days.get_mut(&day) {
+                    *count += 1.0;
+                }
+                pinned || day >= first
+            });
     }
     days.into_iter()
         .map(|(day, count)| (day.format("%m-%d").to_string(), count))
@@ -73,6 +76,32 @@ async fn show(
         .await
         .unwrap_or(Value::Null);
     let writes = writes_per_day(&state, &viewer, &collections);
+    let by_day = state
+        .app
+        .settings
+        .usage_by_day(&viewer.agent.tenant_id, DAYS as u32)
+        .await
+        .unwrap_or_default();
+    let day_label = |day: &chrono::NaiveDate| day.format("%m-%d").to_string();
+    let tokens_per_day: Vec<(String, f64)> = by_day
+        .iter()
+        .map(|(day, rows)| {
+            let tokens: u64 = rows
+                .iter()
+                .map(|row| row.prompt_tokens + row.completion_tokens)
+                .sum();
+            (day_label(day), tokens as f64)
+        })
+        .collect();
+    let cost_per_day: Vec<(String, f64)> = by_day
+        .iter()
+        .map(|(day, rows)| (day_label(day), rows.iter().map(|row| row.cost_usd).sum()))
+        .collect();
+    let used_days: Vec<_> = by_day
+        .iter()
+        .rev()
+        .filter(|(_, rows)| !rows.is_empty())
+        .collect();
     let usage = items(&spend, "usage");
     let tokens: Vec<(String, f64)> = usage
         .iter()
@@ -100,6 +129,31 @@ async fn show(
         }
         h2 { "Memories written per day" }
         (layout::bar_chart("Memories written per day, last 30 days", &writes, "memories"))
+        h2 { "LLM use per day" }
+        @if used_days.is_empty() {
+            p.muted { "No LLM call in the last " (DAYS) " days: with no LLM configured, remember uses the built-in rules, which cost nothing." }
+        } @else {
+            (layout::bar_chart("LLM tokens per day, last 30 days", &tokens_per_day, "tokens"))
+            (layout::bar_chart("LLM cost per day (USD), last 30 days", &cost_per_day, "USD"))
+            div.table-wrap { table {
+                thead { tr { th { "Day" } th { "Purpose" } th { "Model" } th { "Billed" } th.num { "Calls" } th.num { "Tokens" } th.num { "Cost (USD)" } } }
+                tbody {
+                    @for (day, rows) in &used_days {
+                        @for row in rows.iter() {
+                            tr {
+                                td { (day.format("%Y-%m-%d")) }
+                                td { (row.purpose) }
+                                td { (row.model) }
+                                td { @if row.own_llm { "own LLM" } @else { "platform" } }
+                                td.num { (row.calls) }
+                                td.num { (row.prompt_tokens + row.completion_tokens) }
+                                td.num { (format!("{:.4}", row.cost_usd)) }
+                            }
+                        }
+                    }
+                }
+            } }
+        }
         h2 { "LLM use this month" }
         @if usage.is_empty() {
             p.muted { "No LLM call this month." }
