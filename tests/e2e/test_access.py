@@ -203,6 +203,23 @@ def test_usage_cap_audit_log_export_import_and_account_deletion(page, server, tm
     listed = api.ok("GET", "/v1/memory/collections/imported/memories")
     assert "07:15" in json.dumps(listed)
 
+    # A large import runs in the background; its page follows it to the end by itself.
+    large = tmp_path / "large.json"
+    large.write_text(json.dumps({"memories": [
+        {"text": f"Berth {index} at the harbour is reserved for the pilot boat on day {index}."}
+        for index in range(1_001)
+    ]}))
+    page.goto(server.url("/dashboard/account"))
+    page.set_input_files("#import-file", str(large))
+    page.fill("#into", "harbour")
+    button(page, "Import").click()
+    page.wait_for_url("**/dashboard/account/imports/**")
+    expect(page.locator("h1")).to_have_text("Import")
+    expect(page.locator("#import dl.facts")).to_contain_text("done", timeout=90_000)
+    expect(page.locator("#import dl.facts")).to_contain_text("1001 of 1001 imported")
+    expect(page.get_by_role("link", name="harbour")).to_be_visible()
+    shot(page, "import-large-done")
+
     # Deletion with the account's name typed (a wrong name: test_refused_changes.py).
     page.goto(server.url("/dashboard/account"))
     page.fill("form[action='account/delete'] input[name=confirm]", name)

@@ -100,6 +100,22 @@ impl memvault_index::search::engine::MemoryLookup for CollectionSnapshot {
 }
 
 impl CollectionSnapshot {
+    /// The memory `id` of this collection (`collection`, for the error), or
+    /// `MemoryNotFound`.
+    pub fn memory(
+        &self,
+        collection: &CollectionName,
+        id: &str,
+    ) -> crate::error::Result<Arc<MemoryRecord>> {
+        self.memories
+            .get(id)
+            .cloned()
+            .ok_or_else(|| crate::error::Error::MemoryNotFound {
+                collection: collection.clone(),
+                id: id.to_owned(),
+            })
+    }
+
     pub fn insert(&mut self, memory: Arc<MemoryRecord>) {
         if let Some(previous) = self.memories.get(&memory.id).cloned() {
             self.unindex(&previous);

@@ -175,12 +175,7 @@ impl Memories {
         access: &CollectionAccess<Read>,
         mut visit: impl FnMut(&Arc<MemoryRecord>) -> bool,
     ) -> Result<()> {
-        let (tenant, collection) = (access.tenant(), access.collection());
-        let snapshot = self
-            .tree
-            .collection_entry(tenant, collection)?
-            .handle
-            .snapshot();
+        let snapshot = self.tree.collection_snapshot(access)?;
         for id in snapshot.order.values() {
             if let Some(memory) = snapshot.memories.get(id) {
                 if !visit(memory) {
@@ -199,12 +194,7 @@ impl Memories {
         access: &CollectionAccess<Read>,
         mut visit: impl FnMut(bool, DateTime<Utc>) -> bool,
     ) -> Result<()> {
-        let (tenant, collection) = (access.tenant(), access.collection());
-        let snapshot = self
-            .tree
-            .collection_entry(tenant, collection)?
-            .handle
-            .snapshot();
+        let snapshot = self.tree.collection_snapshot(access)?;
         for (pinned, created_at, _) in snapshot.order.keys() {
             if !visit(pinned.0, created_at.0) {
                 break;
@@ -220,12 +210,7 @@ impl Memories {
         access: &CollectionAccess<Read>,
         mut visit: impl FnMut(&Arc<MemoryRecord>) -> bool,
     ) -> Result<()> {
-        let (tenant, collection) = (access.tenant(), access.collection());
-        let snapshot = self
-            .tree
-            .collection_entry(tenant, collection)?
-            .handle
-            .snapshot();
+        let snapshot = self.tree.collection_snapshot(access)?;
         for (_, id) in snapshot.superseded.iter().rev() {
             if let Some(memory) = snapshot.memories.get(id) {
                 if !visit(memory) {

@@ -277,17 +277,10 @@ impl Graph {
         id: &str,
     ) -> Result<(Arc<MemoryRecord>, bool)> {
         let (agent, collection) = (access.agent(), access.collection());
-        let entry = self.tree.collection_entry(&agent.tenant_id, collection)?;
-        let older = entry
-            .handle
-            .snapshot()
-            .memories
-            .get(id)
-            .cloned()
-            .ok_or_else(|| Error::MemoryNotFound {
-                collection: collection.clone(),
-                id: id.to_owned(),
-            })?;
+        let older = self
+            .tree
+            .collection_snapshot(access)?
+            .memory(collection, id)?;
         if older.superseded_by.is_none() || older.slot.is_none() {
             return Err(Error::Invalid(format!(
                 "memory {id} is not a superseded value of a slot: only a value another one replaced can be reinstated"
@@ -316,18 +309,11 @@ impl Graph {
         let fact = stored
             .first()
             .ok_or_else(|| Error::Invalid(format!("memory {id} has no words to reinstate")))?;
-        self.tree
-            .collection_entry(&agent.tenant_id, collection)?
-            .handle
-            .snapshot()
-            .memories
-            .get(&fact.id)
-            .cloned()
-            .map(|memory| (memory, fact.relation != "duplicate"))
-            .ok_or_else(|| Error::MemoryNotFound {
-                collection: collection.clone(),
-                id: fact.id.clone(),
-            })
+        let memory = self
+            .tree
+            .collection_snapshot(access)?
+            .memory(collection, &fact.id)?;
+        Ok((memory, fact.relation != "duplicate"))
     }
 
     /// Embeds `facts` and hands them to the collection, which decides on each against
@@ -430,20 +416,8 @@ impl Graph {
     /// Every value the slot of memory `id` has had, oldest first (superseded, expired and
     /// set-aside ones included), each with whether it is current now.
     pub fn history(&self, access: &CollectionAccess<Read>, id: &str) -> Result<SlotHistory> {
-        let (tenant, collection) = (access.tenant(), access.collection());
-        let snapshot = self
-            .tree
-            .collection_entry(tenant, collection)?
-            .handle
-            .snapshot();
-        let memory = snapshot
-            .memories
-            .get(id)
-            .cloned()
-            .ok_or_else(|| Error::MemoryNotFound {
-                collection: collection.clone(),
-                id: id.to_owned(),
-            })?;
+        let snapshot = self.tree.collection_snapshot(access)?;
+        let memory = snapshot.memory(access.collection(), id)?;
         let now = self.tree.now();
         let values: Vec<Arc<MemoryRecord>> = match &memory.slot {
             Some(slot) => snapshot.slot_history(slot).cloned().collect(),

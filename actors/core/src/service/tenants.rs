@@ -253,9 +253,14 @@ impl Tenants {
             let collection = entry.handle.snapshot();
             versions.push((entry.handle.id, collection.version));
             stats.memories += collection.memories.len();
-            for memory in collection.memories.values() {
-                stats.added_7d += usize::from(memory.created_at >= week_ago);
-                stats.added_30d += usize::from(memory.created_at >= month_ago);
+            // The listing order (pinned first, then newest first) ends the count at the
+            // first unpinned memory older than a month, without reading any record.
+            for (pinned, created_at, _) in collection.order.keys() {
+                if !pinned.0 && created_at.0 < month_ago {
+                    break;
+                }
+                stats.added_7d += usize::from(created_at.0 >= week_ago);
+                stats.added_30d += usize::from(created_at.0 >= month_ago);
             }
         }
         versions.sort_unstable();

@@ -11,9 +11,10 @@ use memvault_storage::{CollectionName, StorageError, TenantId, TenantRecord};
 use memvault_types::clock::Clock;
 use ractor::ActorRef;
 
+use super::access::{CollectionAccess, Level};
 use crate::agent::KeyDirectory;
 use crate::call::call_actor;
-use crate::collection::{CollectionHandle, CollectionMessage};
+use crate::collection::{CollectionHandle, CollectionMessage, CollectionSnapshot};
 use crate::error::{Error, Result};
 use crate::root::RootMessage;
 use crate::tenant::{CollectionEntry, TenantHandle, TenantMessage};
@@ -120,6 +121,17 @@ impl Tree {
             .get(name)
             .cloned()
             .ok_or_else(|| Error::CollectionNotFound(name.clone()))
+    }
+
+    /// The latest published snapshot of the collection an access is to.
+    pub(crate) fn collection_snapshot<L: Level>(
+        &self,
+        access: &CollectionAccess<L>,
+    ) -> Result<Arc<CollectionSnapshot>> {
+        Ok(self
+            .collection_entry(access.tenant(), access.collection())?
+            .handle
+            .snapshot())
     }
 
     /// The tenant whose email is `email` (compared without case).

@@ -1,7 +1,7 @@
 //! The account: who it is, its limits, export (a download), import (a JSON file of an
 //! export), and deletion with confirmation.
 
-use axum::extract::{FromRequest, Multipart, State};
+use axum::extract::{FromRequest, Multipart, Path, State};
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, SET_COOKIE};
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -10,10 +10,10 @@ use axum::Router;
 use maud::html;
 use serde_json::{json, Value};
 
-use crate::dashboard::client::{read_json, Failure};
+use crate::dashboard::client::{read_json, segment, Failure};
 use crate::dashboard::layout::{self, items, number, text};
 use crate::dashboard::session::{self, Change, Upload, Viewer};
-use crate::dashboard::Dashboard;
+use crate::dashboard::{see_other, Dashboard};
 
 /// The largest import file the dashboard takes (the API's body limit applies too).
 const MAX_IMPORT_BYTES: usize = 64 * 1024 * 1024;
@@ -23,6 +23,10 @@ pub fn routes() -> Router<Dashboard> {
         .route("/dashboard/account", get(show))
         .route("/dashboard/account/export", get(export))
         .route("/dashboard/account/import", post(import))
+        .route(
+            "/dashboard/account/imports/{import_id}",
+            get(import_progress),
+        )
         .route("/dashboard/account/delete", post(delete))
 }
 
@@ -180,19 +184,20 @@ async fn import(State(state): State<Dashboard>, upload: Upload) -> Response {
         .call(&viewer, Method::POST, "/v1/memory/admin/import", Some(body))
         .await;
     match outcome {
+        // A large import runs in the background: on to its progress.
+        Ok(result) if result["import_id"].is_string() => see_other(
+            &viewer.base,
+            &format!("account/imports/{}", segment(text(&result, "import_id"))),
+        ),
         Ok(result) => {
             let content = html! {
-                @if let Some(id) = result["import_id"].as_str() {
-                    div.notice.ok { "The import is large: it runs in the background as job " code { (id) } "." }
-                } @else {
-                    div.notice.ok { "Imported " (number(&result["imported"])) " memories; skipped " (number(&result["skipped"])) "." }
-                    @let collections = items(&result, "collections");
-                    @if !collections.is_empty() {
-                        p { "Into: " @for (i, name) in collections.iter().enumerate() { @if i > 0 { ", " }
-                            a href=(format!("collections/{}", crate::dashboard::client::segment(name.as_str().unwrap_or("")))) { (name.as_str().unwrap_or("")) } } }
-                    }
-                    @for error in items(&result, "errors") { p.small.muted { (error.to_string()) } }
+                div.notice.ok { "Imported " (number(&result["imported"])) " memories; skipped " (number(&result["skipped"])) "." }
+                @let collections = items(&result, "collections");
+                @if !collections.is_empty() {
+                    p { "Into: " @for (i, name) in collections.iter().enumerate() { @if i > 0 { ", " }
+                        a href=(format!("collections/{}", segment(name.as_str().unwrap_or("")))) { (name.as_str().unwrap_or("")) } } }
                 }
+                @for error in items(&result, "errors") { p.small.muted { (error.to_string()) } }
                 p { a href="account" { "Back to the account" } }
             };
             layout::page(&viewer, "account", "Import", content)
@@ -239,4 +244,49 @@ async fn delete(
         }
         Err(failure) => layout::failed(viewer, &failure, "account"),
     }
+}
+
+/// `GET /dashboard/account/imports/{import_id}`: a background import's progress; the page
+/// refreshes itself every 2 s (htmx) until it is done or failed.
+async fn import_progress(
+    State(state): State<Dashboard>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> Response {
+    let path = format!("/v1/memory/admin/import/{}", segment(&id));
+    let job = match state.api.get(&viewer, &path).await {
+        Ok(job) => job,
+        Err(failure) => return layout::failed(&viewer, &failure, "account"),
+    };
+    let running = matches!(text(&job, "state"), "queued" | "running");
+    let total = job["total"].as_u64().unwrap_or(0);
+    let imported = job["imported"].as_u64().unwrap_or(0);
+    let here = format!("account/imports/{}", segment(&id));
+    let content = html! {
+        div #import hx-get=[running.then(|| here.clone())] hx-trigger=[running.then_some("every 2s")]
+            hx-select="#import" hx-swap="outerHTML" hx-disinherit="*" {
+            div.panel {
+                dl.facts {
+                    dt { "Import" } dd.mono { (id) }
+                    dt { "State" } dd { (layout::badge(match text(&job, "state") { "done" => "good", "failed" => "bad", _ => "warn" }, text(&job, "state"))) }
+                    dt { "Progress" } dd {
+                        progress max=(total.max(1)) value=(imported) title=(format!("{imported} of {total} imported")) {}
+                        " " (imported) " of " (total) " imported"
+                    }
+                    dt { "Skipped" } dd { (number(&job["skipped"])) }
+                    @if let Some(detail) = job["detail"].as_str() { dt { "Why it failed" } dd { (detail) } }
+                    dt { "Started" } dd { (layout::when(&job["created_at"])) }
+                }
+            }
+            @let collections = items(&job, "collections");
+            @if !collections.is_empty() {
+                p { "Into: " @for (i, name) in collections.iter().enumerate() { @if i > 0 { ", " }
+                    a href=(format!("collections/{}", segment(name.as_str().unwrap_or("")))) { (name.as_str().unwrap_or("")) } } }
+            }
+            @for error in items(&job, "errors") { p.small.muted { (error.to_string()) } }
+        }
+        @if running { noscript { p.small { "This page does not update without JavaScript: reload it to see progress." } } }
+        p { a href="account" { "Back to the account" } }
+    };
+    layout::page(&viewer, "account", "Import", content)
 }
