@@ -280,6 +280,9 @@ pub(super) const TABLE: &[Entry] = &[
     entry("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/pin", Access::CollectionWrite, Shape::Memory, 200).spending(Throwaway::Memory),
     entry("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/archive", Access::CollectionWrite, Shape::Memory, 200).spending(Throwaway::Memory),
     entry("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/move", Access::CollectionWrite, Shape::Memory, 200).spending(Throwaway::Memory),
+    // The matrix's memories are current, so an allowed call is 422 (only a superseded
+    // value can be reinstated); its success is tests/integration/graph.rs.
+    entry("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/reinstate", Access::CollectionWrite, Shape::Memory, 422),
     entry("DELETE", "/v1/memory/collections/{collection}/memories/{memory_id}", Access::CollectionWrite, Shape::Memory, 204).spending(Throwaway::Memory),
     entry("POST", "/v1/memory/collections/{collection}/forget", Access::CollectionWrite, Shape::Collection, 200).spending(Throwaway::Memory),
     entry("POST", "/v1/memory/collections/{collection}/dedup", Access::CollectionWrite, Shape::Collection, 200),
@@ -297,6 +300,7 @@ pub(super) const TABLE: &[Entry] = &[
     entry("DELETE", "/v1/memory/database/config", Access::OwnerOnly, Shape::Tenant, 204),
     entry("PUT", "/v1/memory/webhook/config", Access::OwnerOnly, Shape::Tenant, 200),
     entry("DELETE", "/v1/memory/webhook/config", Access::OwnerOnly, Shape::Tenant, 204),
+    entry("GET", "/v1/memory/webhook/deliveries", Access::OwnerOnly, Shape::Tenant, 200),
     entry("PUT", "/v1/memory/email/address", Access::OwnerOnly, Shape::Tenant, 200),
     entry("POST", "/v1/memory/email/address/rotate", Access::OwnerOnly, Shape::Tenant, 200),
     entry("PUT", "/v1/memory/email/senders", Access::OwnerOnly, Shape::Tenant, 200),
@@ -318,7 +322,10 @@ pub(super) fn body_for(
         ("GET", _)
         | ("DELETE", _)
         | ("POST", "/v1/memory/admin/rotate-key")
-        | ("POST", "/v1/memory/email/address/rotate") => return Ok(None),
+        | ("POST", "/v1/memory/email/address/rotate")
+        | ("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/reinstate") => {
+            return Ok(None)
+        }
         ("POST", "/v1/memory/admin/tenants") => {
             let name = unique("iso-intruder");
             json!({"name": name, "email": format!("{name}@example.com"), "admin": true})
