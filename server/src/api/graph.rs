@@ -419,8 +419,8 @@ pub async fn history(
 /// older"): a new memory with the older one's text, type, slot and value, written now,
 /// supersedes what holds the slot. The older memory and the value that replaced it stay
 /// in the slot's history, so `as_of` still answers each moment as it was. 200 with the
-/// memory that holds the slot when it already says the same; 422 when the memory is not
-/// a superseded value of a slot.
+/// memory that holds the slot when it already says the same, and with the memory itself
+/// when no other value replaced it (nothing to do).
 #[utoipa::path(post, path = "/memories/{memory_id}/reinstate", tag = "graph",
     params(("collection" = String, Path), ("memory_id" = String, Path)),
     responses((status = 201, body = MemoryResponse), (status = 200, body = MemoryResponse),

@@ -280,9 +280,9 @@ pub(super) const TABLE: &[Entry] = &[
     entry("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/pin", Access::CollectionWrite, Shape::Memory, 200).spending(Throwaway::Memory),
     entry("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/archive", Access::CollectionWrite, Shape::Memory, 200).spending(Throwaway::Memory),
     entry("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/move", Access::CollectionWrite, Shape::Memory, 200).spending(Throwaway::Memory),
-    // The matrix's memories are current, so an allowed call is 422 (only a superseded
-    // value can be reinstated); its success is tests/integration/graph.rs.
-    entry("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/reinstate", Access::CollectionWrite, Shape::Memory, 422),
+    // The matrix's memories are current, so an allowed call changes nothing (200); the
+    // reinstating itself is tests/integration/graph.rs.
+    entry("POST", "/v1/memory/collections/{collection}/memories/{memory_id}/reinstate", Access::CollectionWrite, Shape::Memory, 200),
     entry("DELETE", "/v1/memory/collections/{collection}/memories/{memory_id}", Access::CollectionWrite, Shape::Memory, 204).spending(Throwaway::Memory),
     entry("POST", "/v1/memory/collections/{collection}/forget", Access::CollectionWrite, Shape::Collection, 200).spending(Throwaway::Memory),
     entry("POST", "/v1/memory/collections/{collection}/dedup", Access::CollectionWrite, Shape::Collection, 200),

@@ -282,9 +282,8 @@ impl Graph {
             .collection_snapshot(access)?
             .memory(collection, id)?;
         if older.superseded_by.is_none() || older.slot.is_none() {
-            return Err(Error::Invalid(format!(
-                "memory {id} is not a superseded value of a slot: only a value another one replaced can be reinstated"
-            )));
+            // Not replaced by another value: nothing to reinstate, it stays as it is.
+            return Ok((older, false));
         }
         let fact = IncomingFact {
             category: older.category.clone(),
