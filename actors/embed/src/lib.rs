@@ -1,13 +1,17 @@
-//! Text embeddings: the [`Embedder`] trait, the local all-MiniLM-L6-v2 model and an
-//! OpenAI-compatible endpoint that implement it, how MiniLM's weights are fetched, and the [`EmbeddingService`] thread that batches requests
+//! Text embeddings: the [`Embedder`] trait; the local all-MiniLM-L6-v2 model on ONNX
+//! Runtime (fp32, or int8 as a model of its own name) or on candle (fp32, the fallback
+//! where ONNX Runtime cannot load); an OpenAI-compatible endpoint; how MiniLM's weights
+//! and ONNX Runtime are fetched; and the [`EmbeddingService`] thread that batches requests
 //! from concurrent writers into one forward pass.
 
 mod minilm;
+mod onnx;
 mod openai;
 mod service;
 mod weights;
 
 pub use minilm::MiniLmEmbedder;
+pub use onnx::{ensure_onnxruntime, OnnxEmbedder, Precision, MINILM_INT8, ONNXRUNTIME_VERSION};
 pub use openai::{OpenAiEmbedder, OpenAiSettings};
 pub use service::EmbeddingService;
 pub use weights::{default_model_cache_dir, ensure_minilm_weights, ModelSource};

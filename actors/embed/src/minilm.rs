@@ -11,10 +11,14 @@ use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 use super::{Embedder, EmbeddingError};
 
+/// The model's name, whichever runtime computes its fp32 vectors.
+pub(crate) const MINILM: &str = "all-MiniLM-L6-v2";
+/// Its vectors' length.
+pub(crate) const DIMENSIONS: usize = 384;
 /// sentence-transformers' `max_seq_length` for this model; the tokenizer file says 128.
-const MAX_TOKENS: usize = 256;
+pub(crate) const MAX_TOKENS: usize = 256;
 /// Texts per forward pass; longer inputs are split so padding stays small.
-const CHUNK: usize = 16;
+pub(crate) const CHUNK: usize = 16;
 
 /// A vector with the position of its text in the request.
 type Indexed = (usize, Vec<f32>);
@@ -36,18 +40,7 @@ impl MiniLmEmbedder {
             .map_err(|error| load_error("config.json", error))?;
         let config: Config =
             serde_json::from_str(&config_text).map_err(|error| load_error("config.json", error))?;
-        let mut tokenizer = Tokenizer::from_file(directory.join("tokenizer.json"))
-            .map_err(|error| load_error("tokenizer.json", error))?;
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: MAX_TOKENS,
-                ..TruncationParams::default()
-            }))
-            .map_err(|error| load_error("tokenizer.json", error))?;
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..PaddingParams::default()
-        }));
+        let tokenizer = load_tokenizer(directory)?;
         let tensors = candle_core::safetensors::load(directory.join("model.safetensors"), &device)
             .map_err(|error| load_error("model.safetensors", error))?;
         let weights = VarBuilder::from_tensors(tensors, DType::F32, &device);
@@ -102,7 +95,7 @@ impl MiniLmEmbedder {
 
 impl Embedder for MiniLmEmbedder {
     fn model_name(&self) -> &str {
-        "all-MiniLM-L6-v2"
+        MINILM
     }
 
     fn dimensions(&self) -> usize {
@@ -110,14 +103,7 @@ impl Embedder for MiniLmEmbedder {
     }
 
     fn token_counter(&self) -> Option<crate::TokenCounter> {
-        let mut tokenizer = self.tokenizer.clone();
-        tokenizer.with_padding(None);
-        tokenizer.with_truncation(None).ok()?;
-        Some(std::sync::Arc::new(move |text: &str| {
-            tokenizer
-                .encode(text, false)
-                .map_or(text.len() / 4, |encoding| encoding.get_ids().len())
-        }))
+        token_counter(&self.tokenizer)
     }
 
     fn max_tokens(&self) -> Option<usize> {
@@ -173,6 +159,72 @@ impl Embedder for MiniLmEmbedder {
         }
         Ok(vectors)
     }
+}
+
+/// The model's tokenizer, truncating at [`MAX_TOKENS`] and padding a batch to its longest
+/// text.
+pub(crate) fn load_tokenizer(directory: &Path) -> Result<Tokenizer, EmbeddingError> {
+    let mut tokenizer = Tokenizer::from_file(directory.join("tokenizer.json"))
+        .map_err(|error| load_error("tokenizer.json", error))?;
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            max_length: MAX_TOKENS,
+            ..TruncationParams::default()
+        }))
+        .map_err(|error| load_error("tokenizer.json", error))?;
+    tokenizer.with_padding(Some(PaddingParams {
+        strategy: PaddingStrategy::BatchLongest,
+        ..PaddingParams::default()
+    }));
+    Ok(tokenizer)
+}
+
+/// Counts a text's tokens without special tokens, padding or truncation.
+pub(crate) fn token_counter(tokenizer: &Tokenizer) -> Option<crate::TokenCounter> {
+    let mut tokenizer = tokenizer.clone();
+    tokenizer.with_padding(None);
+    tokenizer.with_truncation(None).ok()?;
+    Some(std::sync::Arc::new(move |text: &str| {
+        tokenizer
+            .encode(text, false)
+            .map_or(text.len() / 4, |encoding| encoding.get_ids().len())
+    }))
+}
+
+/// Sentence-transformers' pooling of a `[rows, width, DIMENSIONS]` hidden state: the mean
+/// over each row's real tokens (`mask` 1), scaled to unit length.
+pub(crate) fn mean_pool_normalized(
+    hidden: &[f32],
+    mask: &[i64],
+    rows: usize,
+    width: usize,
+) -> Vec<Vec<f32>> {
+    (0..rows)
+        .map(|row| {
+            let mut sum = vec![0.0f32; DIMENSIONS];
+            let mut count = 0.0f32;
+            for token in 0..width {
+                if mask[row * width + token] == 0 {
+                    continue;
+                }
+                count += 1.0;
+                let start = (row * width + token) * DIMENSIONS;
+                for (total, value) in sum.iter_mut().zip(&hidden[start..start + DIMENSIONS]) {
+                    *total += value;
+                }
+            }
+            let count = count.max(1e-9);
+            sum.iter_mut().for_each(|value| *value /= count);
+            let norm = sum
+                .iter()
+                .map(|value| value * value)
+                .sum::<f32>()
+                .sqrt()
+                .max(1e-12);
+            sum.iter_mut().for_each(|value| *value /= norm);
+            sum
+        })
+        .collect()
 }
 
 fn load_error(what: &str, error: impl std::fmt::Display) -> EmbeddingError {

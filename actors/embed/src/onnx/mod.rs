@@ -1,0 +1,184 @@
+//! all-MiniLM-L6-v2 on ONNX Runtime: the same tokenizer, pooling and normalisation as the
+//! candle embedder, with the encoder run by a graph this crate builds from the pinned
+//! weights ([`graph`]) on the library of the pinned `onnxruntime` wheel ([`runtime`]).
+//! In fp32 its vectors equal candle's; the int8 build is a model of its own name.
+
+mod graph;
+mod proto;
+mod runtime;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
+use ort::session::Session;
+use ort::value::Tensor;
+use tokenizers::Tokenizer;
+
+pub use graph::Precision;
+pub use runtime::{ensure_onnxruntime, ONNXRUNTIME_VERSION};
+
+use crate::minilm::{self, CHUNK, MAX_TOKENS};
+use crate::{Embedder, EmbeddingError};
+
+/// The int8 model's name: its vectors are not fp32's, so collections record it apart and
+/// the re-embed machinery converts between the two.
+pub const MINILM_INT8: &str = "all-MiniLM-L6-v2-int8";
+
+/// A vector with the position of its text in the request.
+type Indexed = (usize, Vec<f32>);
+
+pub struct OnnxEmbedder {
+    /// One session per worker thread (ONNX Runtime's `Run` takes the session mutably in
+    /// `ort`); each runs its chunk on one intra-op thread, so a batch keeps every core
+    /// busy and a single text is not split across threads that would mostly wait.
+    sessions: Vec<Mutex<Session>>,
+    tokenizer: Tokenizer,
+    precision: Precision,
+}
+
+impl OnnxEmbedder {
+    /// Builds the graph of `directory`'s weights in `precision` and opens it on the
+    /// ONNX Runtime library at `library`.
+    pub fn load(
+        directory: &Path,
+        library: &Path,
+        precision: Precision,
+    ) -> Result<Self, EmbeddingError> {
+        let environment = runtime::environment(library)?;
+        let tokenizer = minilm::load_tokenizer(directory)?;
+        let model = graph::build(&directory.join("model.safetensors"), precision)?;
+        let workers = std::thread::available_parallelism().map_or(1, |count| count.get());
+        let session_error =
+            |error: ort::Error| EmbeddingError::Load(format!("ONNX Runtime session: {error}"));
+        let option_error = |error: ort::Error<SessionBuilder>| session_error(error.into());
+        let sessions = (0..workers)
+            .map(|_| {
+                Session::builder(&environment)
+                    .map_err(session_error)?
+                    .with_optimization_level(GraphOptimizationLevel::All)
+                    .map_err(option_error)?
+                    .with_intra_threads(1)
+                    .map_err(option_error)?
+                    .with_inter_threads(1)
+                    .map_err(option_error)?
+                    .with_intra_op_spinning(false)
+                    .map_err(option_error)?
+                    .commit_from_memory(&model)
+                    .map(Mutex::new)
+                    .map_err(session_error)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            sessions,
+            tokenizer,
+            precision,
+        })
+    }
+
+    fn embed_chunk(&self, session: &mut Session, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|error| error.to_string())?;
+        let rows = encodings.len();
+        let width = encodings
+            .first()
+            .map_or(0, |encoding| encoding.get_ids().len());
+        let flatten = |field: fn(&tokenizers::Encoding) -> &[u32]| -> Vec<i64> {
+            encodings
+                .iter()
+                .flat_map(|encoding| field(encoding).iter().map(|&value| i64::from(value)))
+                .collect()
+        };
+        let mask = flatten(|encoding| encoding.get_attention_mask());
+        let shape = [rows, width];
+        let ids = Tensor::from_array((shape, flatten(|encoding| encoding.get_ids())))
+            .map_err(|error| error.to_string())?;
+        let mask_tensor =
+            Tensor::from_array((shape, mask.clone())).map_err(|error| error.to_string())?;
+        let outputs = session
+            .run(ort::inputs![
+                graph::INPUT_IDS => ids,
+                graph::ATTENTION_MASK => mask_tensor,
+            ])
+            .map_err(|error| error.to_string())?;
+        let (_, hidden) = outputs[graph::HIDDEN_STATE]
+            .try_extract_tensor::<f32>()
+            .map_err(|error| error.to_string())?;
+        Ok(minilm::mean_pool_normalized(hidden, &mask, rows, width))
+    }
+}
+
+impl Embedder for OnnxEmbedder {
+    fn model_name(&self) -> &str {
+        match self.precision {
+            Precision::Fp32 => minilm::MINILM,
+            Precision::Int8 => MINILM_INT8,
+        }
+    }
+
+    fn dimensions(&self) -> usize {
+        minilm::DIMENSIONS
+    }
+
+    fn token_counter(&self) -> Option<crate::TokenCounter> {
+        minilm::token_counter(&self.tokenizer)
+    }
+
+    fn max_tokens(&self) -> Option<usize> {
+        Some(MAX_TOKENS)
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+        // Similar lengths share a chunk, so a long text does not pad short ones.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&index| texts[index].len());
+        let chunks: Vec<&[usize]> = order.chunks(CHUNK).collect();
+        let workers = self.sessions.len().min(chunks.len()).max(1);
+        let next = AtomicUsize::new(0);
+        let results: Vec<Result<Vec<Indexed>, EmbeddingError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = self.sessions[..workers]
+                .iter()
+                .map(|session| {
+                    let next = &next;
+                    let chunks = &chunks;
+                    scope.spawn(move || {
+                        let mut session = session.lock().unwrap_or_else(PoisonError::into_inner);
+                        let mut done = Vec::new();
+                        loop {
+                            let position = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(chunk) = chunks.get(position) else {
+                                return Ok(done);
+                            };
+                            let batch: Vec<&str> =
+                                chunk.iter().map(|&index| texts[index]).collect();
+                            let embedded = self
+                                .embed_chunk(&mut session, &batch)
+                                .map_err(EmbeddingError::Inference)?;
+                            done.extend(chunk.iter().copied().zip(embedded));
+                        }
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| {
+                    handle.join().unwrap_or_else(|_| {
+                        Err(EmbeddingError::Inference(
+                            "an embedding worker panicked".into(),
+                        ))
+                    })
+                })
+                .collect()
+        });
+        let mut vectors = vec![Vec::new(); texts.len()];
+        for result in results {
+            for (index, vector) in result? {
+                vectors[index] = vector;
+            }
+        }
+        Ok(vectors)
+    }
+}
