@@ -16,8 +16,9 @@ use memvault_core::service::BootstrapOutcome;
 use memvault_core::service::{IntelligenceConfig, ModelPrice};
 use memvault_core::{Memvault, ServiceConfig};
 use memvault_embed::{
-    default_model_cache_dir, ensure_minilm_weights, EmbeddingError, EmbeddingService,
-    MiniLmEmbedder, ModelSource, OpenAiEmbedder, OpenAiSettings,
+    default_model_cache_dir, ensure_minilm_weights, ensure_onnxruntime, Embedder, EmbeddingError,
+    EmbeddingService, MiniLmEmbedder, ModelSource, OnnxEmbedder, OpenAiEmbedder, OpenAiSettings,
+    Precision, MINILM_INT8,
 };
 use memvault_llm::LlmConfig;
 use memvault_mail::Mailer;
@@ -31,7 +32,7 @@ use tokio::net::TcpListener;
 
 use crate::api::ratelimit::RateLimits;
 use crate::api::{self, AppState};
-use crate::config::{Config, EmbeddingProvider, StoreBackend};
+use crate::config::{Config, EmbeddingProvider, LocalModel, LocalRuntime, StoreBackend};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -68,7 +69,7 @@ pub async fn start_embedder(config: &Config) -> Result<Embedders, StartupError> 
     let models = ConfiguredModels::new(config);
     let started = Instant::now();
     let current = match config.embedding.provider {
-        EmbeddingProvider::Local => models.minilm().await?,
+        EmbeddingProvider::Local => models.local(config.embedding.local_model).await?,
         EmbeddingProvider::Openai => models.openai().await?,
     };
     tracing::info!(
@@ -80,15 +81,18 @@ pub async fn start_embedder(config: &Config) -> Result<Embedders, StartupError> 
     Ok(Embedders::new(current, Some(Arc::new(models))))
 }
 
-/// The models this configuration can run: all-MiniLM-L6-v2 always (its weights are
-/// fetched once), and the configured OpenAI-compatible model when `base_url` and `model`
-/// are set, whatever the provider (so a server switched back to `local` still answers
-/// from a collection's endpoint-made vectors until it is re-embedded).
+/// The models this configuration can run: all-MiniLM-L6-v2 in fp32 always (its weights
+/// are fetched once) and in int8 where ONNX Runtime loads, and the configured
+/// OpenAI-compatible model when `base_url` and `model` are set, whatever the provider (so
+/// a server switched back to `local` still answers from a collection's endpoint-made
+/// vectors until it is re-embedded).
 #[derive(Clone)]
 pub struct ConfiguredModels {
     source: ModelSource,
     openai: Option<OpenAiSettings>,
     max_batch: usize,
+    runtime: LocalRuntime,
+    onnxruntime_library: Option<std::path::PathBuf>,
 }
 
 impl ConfiguredModels {
@@ -115,12 +119,16 @@ impl ConfiguredModels {
             },
             openai,
             max_batch: embedding.max_batch,
+            runtime: embedding.runtime,
+            onnxruntime_library: embedding.onnxruntime_library.clone(),
         }
     }
 
-    async fn minilm(&self) -> Result<EmbeddingService, EmbeddingError> {
+    /// The configured local model; with `runtime = "auto"`, candle's fp32 model where
+    /// ONNX Runtime cannot load.
+    async fn local(&self, model: LocalModel) -> Result<EmbeddingService, EmbeddingError> {
         let models = self.clone();
-        tokio::task::spawn_blocking(move || models.start_minilm())
+        tokio::task::spawn_blocking(move || models.start_local(model, true))
             .await
             .map_err(|error| EmbeddingError::Load(error.to_string()))?
     }
@@ -132,10 +140,56 @@ impl ConfiguredModels {
             .map_err(|error| EmbeddingError::Load(error.to_string()))?
     }
 
-    fn start_minilm(&self) -> Result<EmbeddingService, EmbeddingError> {
+    /// Starts `model` on the configured runtime. With `runtime = "auto"` and `fallback`,
+    /// an ONNX Runtime that cannot load is logged and candle runs fp32 all-MiniLM-L6-v2
+    /// instead (for the int8 model that is another model: its collections are
+    /// re-embedded).
+    fn start_local(
+        &self,
+        model: LocalModel,
+        fallback: bool,
+    ) -> Result<EmbeddingService, EmbeddingError> {
         let directory = ensure_minilm_weights(&self.source)?;
-        let embedder = MiniLmEmbedder::load(&directory)?;
-        Ok(EmbeddingService::start(Arc::new(embedder), self.max_batch))
+        let precision = match model {
+            LocalModel::MiniLm => Precision::Fp32,
+            LocalModel::MiniLmInt8 => Precision::Int8,
+        };
+        let embedder: Arc<dyn Embedder> = match self.runtime {
+            LocalRuntime::Candle if precision == Precision::Int8 => {
+                return Err(EmbeddingError::Load(format!(
+                    "{MINILM_INT8} runs only on ONNX Runtime: set embedding.runtime = \"auto\" \
+                     or \"onnx\", or embedding.local_model = \"all-MiniLM-L6-v2\""
+                )))
+            }
+            LocalRuntime::Candle => Arc::new(MiniLmEmbedder::load(&directory)?),
+            LocalRuntime::Onnx => Arc::new(self.start_onnx(&directory, precision)?),
+            LocalRuntime::Auto => match self.start_onnx(&directory, precision) {
+                Ok(embedder) => Arc::new(embedder),
+                Err(error) if fallback => {
+                    tracing::error!(
+                        %error,
+                        "ONNX Runtime cannot run here: all-MiniLM-L6-v2 runs on candle instead \
+                         (fp32, about a third of the speed); set embedding.onnxruntime_library \
+                         to a working libonnxruntime.so to use it"
+                    );
+                    Arc::new(MiniLmEmbedder::load(&directory)?)
+                }
+                Err(error) => return Err(error),
+            },
+        };
+        Ok(EmbeddingService::start(embedder, self.max_batch))
+    }
+
+    fn start_onnx(
+        &self,
+        directory: &std::path::Path,
+        precision: Precision,
+    ) -> Result<OnnxEmbedder, EmbeddingError> {
+        let library = match &self.onnxruntime_library {
+            Some(library) => library.clone(),
+            None => ensure_onnxruntime(&self.source.cache_dir, &self.source.python)?,
+        };
+        OnnxEmbedder::load(directory, &library, precision)
     }
 
     fn start_openai(&self) -> Result<EmbeddingService, EmbeddingError> {
@@ -150,7 +204,14 @@ impl ConfiguredModels {
 impl ModelCatalog for ConfiguredModels {
     fn open(&self, model: &EmbeddingModel) -> Result<EmbeddingService, String> {
         if *model == EmbeddingModel::legacy() {
-            return self.start_minilm().map_err(|error| error.to_string());
+            return self
+                .start_local(LocalModel::MiniLm, true)
+                .map_err(|error| error.to_string());
+        }
+        if *model == EmbeddingModel::new(MINILM_INT8, 384) {
+            return self
+                .start_local(LocalModel::MiniLmInt8, false)
+                .map_err(|error| error.to_string());
         }
         match &self.openai {
             Some(settings) if settings.model == model.name => {

@@ -67,7 +67,7 @@ fn the_secret_embeds_texts_with_the_servers_model() {
     );
     let dimension = body["dimension"].as_u64().unwrap() as usize;
     assert_eq!(dimension, 384, "{body}");
-    assert_eq!(body["model"], "all-MiniLM-L6-v2", "{body}");
+    assert_eq!(body["model"], "all-MiniLM-L6-v2-int8", "{body}");
     let found = vectors(&body);
     assert_eq!(found.len(), 3);
     assert!(found.iter().all(|vector| vector.len() == dimension));

@@ -21,6 +21,8 @@ use crate::support::{
 
 const KEY: &str = "mv_reembed_admin_key_0123456789ab";
 const FAKE_MODEL: &str = "fake-bag-of-words";
+/// The configured local model (`embedding.local_model`'s default).
+const LOCAL_MODEL: &str = "all-MiniLM-L6-v2-int8";
 const FAKE_DIMENSIONS: usize = 256;
 
 /// A fake OpenAI-compatible embeddings endpoint.
@@ -241,7 +243,7 @@ fn a_new_model_reembeds_in_the_background_while_search_answers_from_the_old_vect
     let client = local.client(KEY);
     fill(&client, "notes", 300);
     let before = health(&client, "notes");
-    assert_eq!(before["embedding"]["model"], "all-MiniLM-L6-v2");
+    assert_eq!(before["embedding"]["model"], LOCAL_MODEL);
     assert_eq!(before["embedding"]["dimensions"], 384);
     assert_eq!(before["embedding"]["reembedding"], Value::Null);
     local.stop_gracefully();
@@ -260,7 +262,7 @@ fn a_new_model_reembeds_in_the_background_while_search_answers_from_the_old_vect
         health(&client, "notes")["embedding"]["reembedding"]["done"] == 128
     });
     let during = health(&client, "notes");
-    assert_eq!(during["embedding"]["model"], "all-MiniLM-L6-v2", "{during}");
+    assert_eq!(during["embedding"]["model"], LOCAL_MODEL, "{during}");
     let progress = &during["embedding"]["reembedding"];
     assert_eq!(progress["model"], FAKE_MODEL);
     assert_eq!(progress["dimensions"], FAKE_DIMENSIONS);
@@ -274,7 +276,7 @@ fn a_new_model_reembeds_in_the_background_while_search_answers_from_the_old_vect
     );
     assert_eq!(
         state["models"],
-        json!([{"model": "all-MiniLM-L6-v2", "dimensions": 384, "collections": 1}])
+        json!([{"model": LOCAL_MODEL, "dimensions": 384, "collections": 1}])
     );
     let reembedding = &state["reembedding"];
     assert_eq!(reembedding["collections_left"], 1, "{state}");
@@ -464,10 +466,7 @@ fn a_collection_whose_model_cannot_run_answers_from_words_until_it_is_reembedded
         .collect();
     let server = ServerProcess::start(&data_dir, &environment).expect("server starts");
     let client = server.client(KEY);
-    assert_eq!(
-        health(&client, "orphan")["embedding"]["model"],
-        "all-MiniLM-L6-v2"
-    );
+    assert_eq!(health(&client, "orphan")["embedding"]["model"], LOCAL_MODEL);
 
     // Hybrid answers from the words and says what it skipped.
     let hybrid = search(&client, "orphan", "espresso machine descaling", "hybrid");
@@ -477,7 +476,7 @@ fn a_collection_whose_model_cannot_run_answers_from_words_until_it_is_reembedded
         hybrid["skipped"][0]["reason"]
             .as_str()
             .unwrap()
-            .contains("all-MiniLM-L6-v2"),
+            .contains(LOCAL_MODEL),
         "{hybrid}"
     );
     // Vector search and writes cannot: a 503 that says why.
@@ -508,5 +507,115 @@ fn a_collection_whose_model_cannot_run_answers_from_words_until_it_is_reembedded
     expect_status(
         client.post(&memories_path("orphan"), &json!({"text": "a new note"})),
         201,
+    );
+}
+
+#[test]
+fn collections_of_the_fp32_model_are_reembedded_to_int8_with_no_memory_lost() {
+    let (_guard, data_dir) = temp_data_dir();
+    let mut fp32 = ServerProcess::start(
+        &data_dir,
+        &[
+            ("MEMVAULT_BOOTSTRAP_KEY", KEY),
+            ("MEMVAULT__EMBEDDING__LOCAL_MODEL", "all-MiniLM-L6-v2"),
+        ],
+    )
+    .expect("server starts on the fp32 model");
+    let client = fp32.client(KEY);
+    fill(&client, "fp32", 250);
+    assert_eq!(
+        health(&client, "fp32")["embedding"]["model"],
+        "all-MiniLM-L6-v2"
+    );
+    let listed_before = listed_ids(&client, "fp32");
+    assert_eq!(listed_before.len(), 252);
+    fp32.stop_gracefully();
+
+    // The default configuration: the int8 model. The collection is re-embedded in the
+    // background and switches in one write.
+    let int8 = ServerProcess::start(&data_dir, &[("MEMVAULT_BOOTSTRAP_KEY", KEY)])
+        .expect("server starts on the int8 model");
+    let client = int8.client(KEY);
+    wait_for("the switch to int8", Duration::from_secs(120), || {
+        let embedding = &health(&client, "fp32")["embedding"];
+        embedding["model"] == LOCAL_MODEL && embedding["reembedding"].is_null()
+    });
+    assert_eq!(
+        overview(&client)["models"],
+        json!([{"model": LOCAL_MODEL, "dimensions": 384, "collections": 1}])
+    );
+    // Every memory is still there, once, and found by its meaning on the new vectors.
+    assert_eq!(listed_ids(&client, "fp32"), listed_before);
+    assert_eq!(health(&client, "fp32")["total"], 252);
+    let vector = search(&client, "fp32", "the coffee maker needs cleaning", "vector");
+    assert!(top_text(&vector).contains("espresso"), "{vector}");
+    let vector = search(&client, "fp32", "routine note number 17", "vector");
+    assert_eq!(
+        vector["results"].as_array().map_or(0, Vec::len),
+        3,
+        "{vector}"
+    );
+}
+
+/// Every memory id of `collection`, sorted.
+fn listed_ids(client: &Client, collection: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    for offset in (0..).step_by(200) {
+        let page = expect_status(
+            client.get(&format!(
+                "{}?limit=200&offset={offset}",
+                memories_path(collection)
+            )),
+            200,
+        );
+        let memories = page.as_array().cloned().unwrap_or_default();
+        if memories.is_empty() {
+            break;
+        }
+        ids.extend(
+            memories
+                .iter()
+                .map(|memory| memory["id"].as_str().unwrap_or_default().to_owned()),
+        );
+    }
+    ids.sort();
+    ids
+}
+
+#[test]
+fn where_onnx_runtime_cannot_load_candle_serves_the_fp32_model_and_the_log_says_why() {
+    let (guard, data_dir) = temp_data_dir();
+    let corrupt = guard.path().join("libonnxruntime.so");
+    std::fs::write(&corrupt, b"\x7fELF, but not a library").expect("write the corrupt library");
+    let log_path = guard.path().join("server.log");
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let corrupt = corrupt.display().to_string();
+    let server = ServerProcess::start_with_log(
+        &data_dir,
+        "127.0.0.1:0",
+        &[
+            ("MEMVAULT_BOOTSTRAP_KEY", KEY),
+            ("MEMVAULT__EMBEDDING__ONNXRUNTIME_LIBRARY", &corrupt),
+        ],
+        std::process::Stdio::from(log),
+    )
+    .expect("the server starts on candle");
+    let client = server.client(KEY);
+    fill(&client, "fallback", 20);
+    assert_eq!(
+        health(&client, "fallback")["embedding"]["model"],
+        "all-MiniLM-L6-v2"
+    );
+    let vector = search(
+        &client,
+        "fallback",
+        "the coffee maker needs cleaning",
+        "vector",
+    );
+    assert!(top_text(&vector).contains("espresso"), "{vector}");
+    let log = std::fs::read_to_string(&log_path).expect("read the log");
+    assert!(
+        log.contains("ONNX Runtime cannot run here") && log.contains("cannot load ONNX Runtime"),
+        "{log}"
     );
 }

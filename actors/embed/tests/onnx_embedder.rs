@@ -53,7 +53,8 @@ fn cosine(left: &[f32], right: &[f32]) -> f32 {
     dot / (norm(left) * norm(right))
 }
 
-/// The cosine of each reference item's vector, batched and single, to the reference.
+/// The cosine of each reference item's vector, batched and single, to the reference
+/// (checking that both are unit length and agree with each other).
 fn agreement(model: &OnnxEmbedder) -> Vec<f32> {
     let reference = reference();
     let texts: Vec<&str> = reference
@@ -65,6 +66,8 @@ fn agreement(model: &OnnxEmbedder) -> Vec<f32> {
     let mut similarities = Vec::new();
     for (item, vector) in reference.items.iter().zip(&batched) {
         let single = model.embed_batch(&[item.text.as_str()]).unwrap().remove(0);
+        // A text's vector does not depend on the texts it is embedded with.
+        assert!(cosine(vector, &single) > 0.9999, "{:?}", item.text);
         for candidate in [vector, &single] {
             let norm = candidate.iter().map(|x| x * x).sum::<f32>().sqrt();
             assert!((norm - 1.0).abs() < 1e-4, "norm {norm}");

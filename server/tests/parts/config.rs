@@ -236,3 +236,40 @@ fn the_store_is_sled_unless_postgres_is_chosen_with_a_url() {
     );
     assert!(unknown.is_err(), "an unknown backend is refused");
 }
+
+#[test]
+fn the_local_model_and_its_runtime_are_chosen_by_name() {
+    let defaults = Config::default();
+    assert_eq!(defaults.embedding.local_model, LocalModel::MiniLmInt8);
+    assert_eq!(defaults.embedding.runtime, LocalRuntime::Auto);
+    let config = Config::load(
+        None,
+        Path::new("/nonexistent/config.toml"),
+        env(&[
+            ("MEMVAULT__EMBEDDING__LOCAL_MODEL", "all-MiniLM-L6-v2"),
+            ("MEMVAULT__EMBEDDING__RUNTIME", "candle"),
+            (
+                "MEMVAULT__EMBEDDING__ONNXRUNTIME_LIBRARY",
+                "/opt/ort/libonnxruntime.so",
+            ),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(config.embedding.local_model, LocalModel::MiniLm);
+    assert_eq!(config.embedding.runtime, LocalRuntime::Candle);
+    assert_eq!(
+        config.embedding.onnxruntime_library.as_deref(),
+        Some(Path::new("/opt/ort/libonnxruntime.so"))
+    );
+    for (name, value) in [
+        ("MEMVAULT__EMBEDDING__LOCAL_MODEL", "all-MiniLM-L6-v2-int4"),
+        ("MEMVAULT__EMBEDDING__RUNTIME", "tensorflow"),
+    ] {
+        let refused = Config::load(
+            None,
+            Path::new("/nonexistent/config.toml"),
+            env(&[(name, value)]),
+        );
+        assert!(refused.is_err(), "{name}={value} is refused");
+    }
+}

@@ -13,6 +13,7 @@
 //! store and several nodes on Postgres (see `cluster`); `--dashboard` page weight and
 //! time per dashboard page (see `dashboard`).
 
+mod adds;
 mod cluster;
 pub mod corpus;
 mod dashboard;
@@ -123,6 +124,12 @@ pub struct BenchArgs {
     /// (one to three nodes, then the kill -9) or `takeover` (an account of --memories).
     #[arg(long, default_value = "all", value_parser = ["all", "stores", "nodes", "takeover"])]
     pub cluster_part: String,
+    /// Only measure adding memories (one at a time, 8 clients, bulk, import) with each
+    /// build of the local model side by side (candle fp32, ONNX Runtime fp32 and int8),
+    /// beside each raw embedder; --memories is the bulk and import size, --latency-samples
+    /// the single creates; then stop.
+    #[arg(long, conflicts_with_all = ["existing_data", "embedder_only", "maintenance", "rate_limit", "reembed", "files", "cluster", "dashboard"])]
+    pub adds: bool,
     /// Only measure the dashboard: page weight and server time per page on an account
     /// of --memories memories in one collection (see `dashboard`); then stop.
     #[arg(long, conflicts_with_all = ["existing_data", "embedder_only", "maintenance", "rate_limit", "reembed", "files", "cluster"])]
@@ -174,6 +181,9 @@ async fn bench(args: BenchArgs) -> Result<(), BenchError> {
     if args.dashboard {
         return dashboard::run(&args, &corpus).await;
     }
+    if args.adds {
+        return adds::run(&args, &corpus).await;
+    }
     if let Some(existing) = &args.existing_data {
         return bench_existing(&args, &corpus, existing).await;
     }
@@ -191,19 +201,30 @@ async fn bench(args: BenchArgs) -> Result<(), BenchError> {
         data.path().display()
     );
 
-    let (embed_corpus, embed_texts) = (corpus.clone(), args.embed_texts);
-    let figures =
-        tokio::task::spawn_blocking(move || embedder::measure(&embed_corpus, embed_texts, 64))
-            .await
-            .map_err(|error| BenchError::Setup(format!("embedder: {error}")))??;
-    let raw_rate = figures.per_second();
-    report.line(
-        &format!(
-            "raw embedder, batches of {} (n={})",
-            figures.batch, figures.texts
-        ),
-        format!("{raw_rate:.1} texts/s"),
-    );
+    // The raw embedder, every build; the server below runs the configured one.
+    let mut raw_rate = 0.0;
+    for build in embedder::Build::ALL {
+        let (embed_corpus, embed_texts) = (corpus.clone(), args.embed_texts);
+        let figures = tokio::task::spawn_blocking(move || {
+            embedder::measure(build, &embed_corpus, embed_texts, 64, 100)
+        })
+        .await
+        .map_err(|error| BenchError::Setup(format!("embedder: {error}")))??;
+        raw_rate = figures.per_second();
+        report.line(
+            &format!(
+                "raw embedder, {}, batches of {} (n={})",
+                build.label(),
+                figures.batch,
+                figures.texts
+            ),
+            format!("{raw_rate:.1} texts/s"),
+        );
+        report.line(
+            &format!("raw embedder, {}, one text (n=100)", build.label()),
+            figures.single.summary(),
+        );
+    }
     if args.embedder_only {
         report.print();
         return Ok(());
@@ -379,7 +400,7 @@ async fn single_creates(
     Ok(latencies)
 }
 
-async fn bulk_load(
+pub(crate) async fn bulk_load(
     client: &reqwest::Client,
     base: &str,
     key: &str,
@@ -491,7 +512,11 @@ async fn search_latencies(
     Ok(())
 }
 
-async fn expect(response: reqwest::Response, status: u16, what: &str) -> Result<(), BenchError> {
+pub(crate) async fn expect(
+    response: reqwest::Response,
+    status: u16,
+    what: &str,
+) -> Result<(), BenchError> {
     if response.status().as_u16() == status {
         return Ok(());
     }
@@ -503,7 +528,7 @@ async fn expect(response: reqwest::Response, status: u16, what: &str) -> Result<
 }
 
 #[derive(Default)]
-struct Report {
+pub(crate) struct Report {
     lines: Vec<(String, String)>,
 }
 

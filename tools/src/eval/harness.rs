@@ -14,7 +14,7 @@ use super::metrics::{ndcg_at, recall_at};
 use super::set::{EvalCollection, EvalSet};
 use super::variant::Variant;
 use super::{EvalError, CUTOFF};
-use memvault_server::config::Config;
+use memvault_server::config::{Config, LocalModel, LocalRuntime};
 use memvault_server::server;
 
 /// Memories per create call: one embedding batch each.
@@ -25,6 +25,29 @@ const LOAD_BATCH: usize = 100;
 pub struct Scores {
     pub ndcg: f64,
     pub recall: f64,
+}
+
+/// Which build of the local model embeds (the configuration's defaults unless set).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EmbeddingChoice {
+    pub model: LocalModel,
+    pub runtime: LocalRuntime,
+}
+
+impl EmbeddingChoice {
+    /// How the table names it.
+    pub fn label(&self) -> String {
+        let model = match self.model {
+            LocalModel::MiniLm => "all-MiniLM-L6-v2",
+            LocalModel::MiniLmInt8 => "all-MiniLM-L6-v2-int8",
+        };
+        let runtime = match self.runtime {
+            LocalRuntime::Auto => "auto",
+            LocalRuntime::Onnx => "ONNX Runtime",
+            LocalRuntime::Candle => "candle",
+        };
+        format!("{model} on {runtime}")
+    }
 }
 
 pub struct Harness {
@@ -38,8 +61,15 @@ impl Harness {
     /// Starts a service with the result cache off (every search is computed); query
     /// embeddings stay cached, so asking a query again in another mode embeds nothing.
     pub async fn start() -> Result<Self, EvalError> {
+        Self::start_with(&EmbeddingChoice::default()).await
+    }
+
+    /// [`Self::start`] with the local model built and run as `embedding` says.
+    pub async fn start_with(embedding: &EmbeddingChoice) -> Result<Self, EvalError> {
         let data = tempfile::tempdir().map_err(|error| EvalError::Service(error.to_string()))?;
         let mut config = Config::default();
+        config.embedding.local_model = embedding.model;
+        config.embedding.runtime = embedding.runtime;
         config.server.data_dir = data.path().to_owned();
         config.search.result_cache_entries = 0;
         let key = format!("mv_eval_{}", uuid::Uuid::new_v4().simple());

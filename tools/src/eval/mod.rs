@@ -31,9 +31,10 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use self::harness::{Harness, Scores};
+use self::harness::{EmbeddingChoice, Harness, Scores};
 use self::set::{EvalSet, SetKind};
 use self::variant::Variant;
+use memvault_server::config::{LocalModel, LocalRuntime};
 
 /// Results per query that are scored.
 pub const CUTOFF: usize = 10;
@@ -52,6 +53,14 @@ pub struct EvalArgs {
     /// on the BEIR sets.
     #[arg(long)]
     pub quantization: bool,
+    /// Score every set with the fp32 model (today's vectors) and the int8 one, and print
+    /// each table and int8's difference, set by set and mode by mode.
+    #[arg(long, conflicts_with_all = ["grid", "quantization"])]
+    pub compare_models: bool,
+    /// With --compare-models: what runs the fp32 model, `onnx` (its vectors equal
+    /// candle's) or `candle`.
+    #[arg(long, default_value = "onnx", value_parser = ["onnx", "candle"])]
+    pub runtime: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -95,6 +104,13 @@ pub fn headline(kind: SetKind, scores: &Scores) -> f64 {
 pub fn run(args: EvalArgs) -> Result<(), EvalError> {
     let sets = set::load_sets(&args.path)?;
     let mut variants = variant::modes();
+    if args.compare_models {
+        let fp32_runtime = match args.runtime.as_str() {
+            "candle" => LocalRuntime::Candle,
+            _ => LocalRuntime::Onnx,
+        };
+        return compare_models(&sets, &variants, fp32_runtime);
+    }
     if args.grid {
         variants.extend(variant::grid());
     }
@@ -120,6 +136,44 @@ pub fn run(args: EvalArgs) -> Result<(), EvalError> {
         }
         Ok(())
     })
+}
+
+/// `--compare-models`: the table per build, then int8's difference from fp32. fp32 runs on
+/// ONNX Runtime: its vectors are candle's (cosine > 0.999 to the reference, the same
+/// test candle passes), at a quarter of the time; `--runtime candle` checks that.
+fn compare_models(
+    sets: &[EvalSet],
+    variants: &[Variant],
+    fp32_runtime: LocalRuntime,
+) -> Result<(), EvalError> {
+    let builds = [
+        EmbeddingChoice {
+            model: LocalModel::MiniLm,
+            runtime: fp32_runtime,
+        },
+        EmbeddingChoice {
+            model: LocalModel::MiniLmInt8,
+            runtime: LocalRuntime::Onnx,
+        },
+    ];
+    let mut tables = Vec::new();
+    for build in builds {
+        eprintln!("eval: {}", build.label());
+        let scores = runtime()?.block_on(async {
+            let harness = Harness::start_with(&build).await?;
+            let scores = score_loaded(&harness, sets, variants).await;
+            harness.shutdown().await;
+            scores
+        })?;
+        println!();
+        println!("{}:", build.label());
+        println!();
+        report::print_modes(&scores);
+        tables.push((build, scores));
+    }
+    println!();
+    report::print_model_differences(&tables[0].1, &tables[1].1);
+    Ok(())
 }
 
 /// Scores vector, text and hybrid (and hybrid at the API's default `min_score`) on the sets

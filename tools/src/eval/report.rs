@@ -44,6 +44,35 @@ pub fn print_modes(scores: &[SetScores]) {
     }
 }
 
+/// Per set and mode: nDCG@10 and Recall@10 of the fp32 model, of the int8 one and their
+/// difference, and the largest loss.
+pub fn print_model_differences(fp32: &[SetScores], int8: &[SetScores]) {
+    println!(
+        "| set | mode | nDCG@10 fp32 | nDCG@10 int8 | Δ | Recall@10 fp32 | Recall@10 int8 | Δ |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut worst: f64 = 0.0;
+    for (base, quantized) in fp32.iter().zip(int8) {
+        for ((variant, before), (_, after)) in base.rows.iter().zip(&quantized.rows) {
+            let (ndcg, recall) = (after.ndcg - before.ndcg, after.recall - before.recall);
+            worst = worst.max(-ndcg).max(-recall);
+            println!(
+                "| {} | {} | {:.4} | {:.4} | {:+.4} | {:.4} | {:.4} | {:+.4} |",
+                base.set,
+                variant.label,
+                before.ndcg,
+                after.ndcg,
+                ndcg,
+                before.recall,
+                after.recall,
+                recall
+            );
+        }
+    }
+    println!();
+    println!("Largest loss of int8 against fp32: {worst:.4}");
+}
+
 /// One row per grid setting: its headline per set, the mean, the worst gap.
 pub fn print_grid(scores: &[SetScores]) {
     let Some(first) = scores.first() else {
