@@ -7,7 +7,7 @@
 //! The scores are deterministic (same model, same data, same insertion order), so a floor a
 //! little below the measured value (0.002) fails only on a real change. A change that
 //! improves a score should raise its floor. Its own test binary: it loads ~6,000 texts and
-//! asks ~700 questions through the embedding model (about two minutes on two cores alone),
+//! asks ~700 questions through the embedding model (about a minute on two cores alone),
 //! and CI runs it beside the other test binaries.
 
 use std::path::PathBuf;
@@ -26,18 +26,24 @@ const MARGIN: f64 = 0.002;
 /// How far hybrid may fall below the better of vector and text on a set's headline.
 const HYBRID_SLACK: f64 = 0.005;
 
-/// Measured on the sample (set, mode, nDCG@10, Recall@10) with the default fusion; Recall@10
-/// is evidence Recall@10 on LoCoMo. `memvault eval` gives the whole sets' figures.
+/// Measured on the sample (set, mode, nDCG@10, Recall@10) with the default fusion and the
+/// default model (all-MiniLM-L6-v2-int8); Recall@10 is evidence Recall@10 on LoCoMo.
+/// `memvault eval` gives the whole sets' figures. Against fp32 on this sample, int8 moved
+/// MS MARCO's vector nDCG@10 from 0.8204 to 0.8131 and Recall@10 from 0.4418 to 0.4406,
+/// LoCoMo's vector nDCG@10 from 0.3279 to 0.3230 (its evidence recall up from 0.4690 to
+/// 0.4742) and hybrid's from 0.4604 to 0.4619 (recall 0.6085 to 0.6082), hybrid on MS MARCO
+/// from 0.8262 to 0.8264; on the whole sets every change is within 0.003
+/// (docs/embedding-models.md).
 const MEASURED: &[(&str, &str, f64, f64)] = &[
-    ("beir-msmarco-5k", "vector", 0.8204, 0.4418),
+    ("beir-msmarco-5k", "vector", 0.8131, 0.4406),
     ("beir-msmarco-5k", "text", 0.7611, 0.4377),
-    ("beir-msmarco-5k", "hybrid", 0.8262, 0.4548),
+    ("beir-msmarco-5k", "hybrid", 0.8264, 0.4548),
     ("beir-business-reports", "vector", 0.0774, 0.0316),
     ("beir-business-reports", "text", 0.0909, 0.0395),
     ("beir-business-reports", "hybrid", 0.0909, 0.0395),
-    ("locomo-dev", "vector", 0.3279, 0.4690),
+    ("locomo-dev", "vector", 0.3230, 0.4742),
     ("locomo-dev", "text", 0.4103, 0.5451),
-    ("locomo-dev", "hybrid", 0.4604, 0.6085),
+    ("locomo-dev", "hybrid", 0.4619, 0.6082),
 ];
 
 fn data_root() -> PathBuf {

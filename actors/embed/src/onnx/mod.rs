@@ -151,40 +151,40 @@ impl Embedder for OnnxEmbedder {
         let chunks: Vec<&[usize]> = order.chunks(self.chunk()).collect();
         let workers = self.sessions.len().min(chunks.len()).max(1);
         let next = AtomicUsize::new(0);
+        // Pulls chunks until none is left, on one session.
+        let work = |session: &Mutex<Session>| -> Result<Vec<Indexed>, EmbeddingError> {
+            let mut session = session.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut done = Vec::new();
+            loop {
+                let position = next.fetch_add(1, Ordering::Relaxed);
+                let Some(chunk) = chunks.get(position) else {
+                    return Ok(done);
+                };
+                let batch: Vec<&str> = chunk.iter().map(|&index| texts[index]).collect();
+                let embedded = self
+                    .embed_chunk(&mut session, &batch)
+                    .map_err(EmbeddingError::Inference)?;
+                done.extend(chunk.iter().copied().zip(embedded));
+            }
+        };
+        // The calling thread (the embedding service's, which lives as long as the model)
+        // is the first worker: ONNX Runtime's per-thread buffers are made once, not per
+        // call, which is a millisecond of every single add. Others start only for a
+        // batch of several passes.
         let results: Vec<Result<Vec<Indexed>, EmbeddingError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = self.sessions[..workers]
+            let handles: Vec<_> = self.sessions[1..workers]
                 .iter()
-                .map(|session| {
-                    let next = &next;
-                    let chunks = &chunks;
-                    scope.spawn(move || {
-                        let mut session = session.lock().unwrap_or_else(PoisonError::into_inner);
-                        let mut done = Vec::new();
-                        loop {
-                            let position = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(chunk) = chunks.get(position) else {
-                                return Ok(done);
-                            };
-                            let batch: Vec<&str> =
-                                chunk.iter().map(|&index| texts[index]).collect();
-                            let embedded = self
-                                .embed_chunk(&mut session, &batch)
-                                .map_err(EmbeddingError::Inference)?;
-                            done.extend(chunk.iter().copied().zip(embedded));
-                        }
-                    })
-                })
+                .map(|session| scope.spawn(|| work(session)))
                 .collect();
-            handles
-                .into_iter()
-                .map(|handle| {
-                    handle.join().unwrap_or_else(|_| {
-                        Err(EmbeddingError::Inference(
-                            "an embedding worker panicked".into(),
-                        ))
-                    })
+            let mut results = vec![work(&self.sessions[0])];
+            results.extend(handles.into_iter().map(|handle| {
+                handle.join().unwrap_or_else(|_| {
+                    Err(EmbeddingError::Inference(
+                        "an embedding worker panicked".into(),
+                    ))
                 })
-                .collect()
+            }));
+            results
         });
         let mut vectors = vec![Vec::new(); texts.len()];
         for result in results {
