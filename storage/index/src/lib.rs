@@ -38,8 +38,13 @@ pub enum IndexError {
 }
 
 /// Unsaved vector adds after which the vector index is written to disk (bounds the
-/// catch-up work after a crash).
+/// catch-up work after a crash)...
 const SAVE_EVERY: usize = 5_000;
+/// ...but not more often than this: each save writes the whole index, so saving a large
+/// one every few thousand adds would write it again and again during a bulk load (a
+/// million 384-dimension memories: about a gigabyte, two hundred times). A crash costs
+/// at most this long of writes to catch up.
+const SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
 /// Log a progress line every this many memories while rebuilding.
 const PROGRESS_EVERY: usize = 10_000;
 
@@ -66,10 +71,35 @@ impl IndexSettings {
         model: &EmbeddingModel,
         memories: &[IndexInput<'_>],
     ) -> Result<CollectionIndexes, IndexError> {
+        self.open_with(tenant, collection, model, memories, &|_| {
+            Err("an index input came without its embedding".to_owned())
+        })
+    }
+
+    /// [`IndexSettings::open`] where inputs may come without their embedding
+    /// (`IndexInput::embedding` `None`): the vectors the saved index lacks are read with
+    /// `fetch` (positions in `memories` → their embeddings, in that order), a bounded
+    /// number at a time, so opening a collection whose index is current never holds its
+    /// embeddings in memory.
+    pub fn open_with(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        model: &EmbeddingModel,
+        memories: &[IndexInput<'_>],
+        fetch: FetchEmbeddings<'_>,
+    ) -> Result<CollectionIndexes, IndexError> {
         let label = format!("{tenant}/{collection}");
         let directory = self.directory(tenant, collection);
         let (Some(shelf), Some(directory)) = (&self.shelf, &directory) else {
-            return CollectionIndexes::open(directory.as_deref(), model, memories, &label, None);
+            return CollectionIndexes::open(
+                directory.as_deref(),
+                model,
+                memories,
+                fetch,
+                &label,
+                None,
+            );
         };
         let saved = directory.join("vectors.json").exists()
             || directory.join("text").join("meta.json").exists();
@@ -95,7 +125,14 @@ impl IndexSettings {
             }
         }
         let shelving = snapshot::Shelving::new(shelf.clone(), tenant.clone(), collection.clone());
-        CollectionIndexes::open(Some(directory), model, memories, &label, Some(shelving))
+        CollectionIndexes::open(
+            Some(directory),
+            model,
+            memories,
+            fetch,
+            &label,
+            Some(shelving),
+        )
     }
 
     /// Deletes a collection's saved indexes, here and on the shelf.
@@ -128,12 +165,19 @@ impl IndexSettings {
     }
 }
 
-/// What start-up needs to index one memory.
+/// What start-up needs to index one memory. Without its embedding, the embedding is
+/// read (see [`IndexSettings::open_with`]) only if the vector index lacks it.
 pub struct IndexInput<'a> {
     pub key: u64,
     pub text: &'a str,
-    pub embedding: &'a [f32],
+    pub embedding: Option<&'a [f32]>,
 }
+
+/// Reads the embeddings of the inputs at these positions, in that order.
+pub type FetchEmbeddings<'a> = &'a dyn Fn(&[usize]) -> Result<Vec<Vec<f32>>, String>;
+
+/// Embeddings read at once while indexing inputs that came without theirs.
+const FETCH_CHUNK: usize = 10_000;
 
 pub struct CollectionIndexes {
     pub vector: VectorIndex,
@@ -144,6 +188,8 @@ pub struct CollectionIndexes {
     /// The model that made the vectors.
     model: EmbeddingModel,
     unsaved: AtomicUsize,
+    /// When the vectors were last saved (or opened).
+    saved_at: std::sync::Mutex<Instant>,
     /// Snapshots for other nodes; `None` keeps none.
     shelving: Option<Arc<snapshot::Shelving>>,
 }
@@ -169,6 +215,7 @@ impl CollectionIndexes {
         directory: Option<&Path>,
         model: &EmbeddingModel,
         memories: &[IndexInput<'_>],
+        fetch: FetchEmbeddings<'_>,
         label: &str,
         shelving: Option<snapshot::Shelving>,
     ) -> Result<Self, IndexError> {
@@ -179,9 +226,10 @@ impl CollectionIndexes {
                 directory: None,
                 model: model.clone(),
                 unsaved: AtomicUsize::new(0),
+                saved_at: std::sync::Mutex::new(Instant::now()),
                 shelving: None,
             };
-            indexes.index_all(memories, |_, _| true, |_, _| true, 0, label)?;
+            indexes.index_all(memories, fetch, |_, _| true, |_, _| true, 0, label)?;
             return Ok(indexes);
         };
         std::fs::create_dir_all(directory).map_err(|error| IndexError::Io(error.to_string()))?;
@@ -202,6 +250,7 @@ impl CollectionIndexes {
             directory: Some(directory.to_owned()),
             model: model.clone(),
             unsaved: AtomicUsize::new(0),
+            saved_at: std::sync::Mutex::new(Instant::now()),
             shelving: shelving.map(Arc::new),
         };
         let unlisted = |position: usize, input: &IndexInput<'_>| {
@@ -217,8 +266,14 @@ impl CollectionIndexes {
         let text_missing = |position: usize, input: &IndexInput<'_>| {
             input.key > text_highest || unlisted(position, input)
         };
-        let reindexed =
-            indexes.index_all(memories, vector_missing, text_missing, text_highest, label)?;
+        let reindexed = indexes.index_all(
+            memories,
+            fetch,
+            vector_missing,
+            text_missing,
+            text_highest,
+            label,
+        )?;
         indexes.flush()?;
         if listed.is_some() {
             let _ = std::fs::remove_file(directory.join(snapshot::KEY_LIST));
@@ -238,16 +293,17 @@ impl CollectionIndexes {
     fn index_all(
         &self,
         memories: &[IndexInput<'_>],
+        fetch: FetchEmbeddings<'_>,
         vector_missing: impl Fn(usize, &IndexInput<'_>) -> bool,
         text_missing: impl Fn(usize, &IndexInput<'_>) -> bool,
         replace_up_to: u64,
         label: &str,
     ) -> Result<usize, IndexError> {
-        let for_vectors: Vec<&IndexInput<'_>> = memories
+        let for_vectors: Vec<usize> = memories
             .iter()
             .enumerate()
             .filter(|(position, input)| vector_missing(*position, input))
-            .map(|(_, input)| input)
+            .map(|(position, _)| position)
             .collect();
         let for_text: Vec<&IndexInput<'_>> = memories
             .iter()
@@ -268,34 +324,38 @@ impl CollectionIndexes {
             );
         }
         self.vector.ensure_capacity(for_vectors.len())?;
-        // usearch adds are thread-safe: one thread per core.
-        let threads = std::thread::available_parallelism().map_or(1, |count| count.get());
         let done = AtomicUsize::new(0);
-        let chunk = for_vectors.len().div_ceil(threads).max(1);
-        std::thread::scope(|scope| -> Result<(), IndexError> {
-            let workers: Vec<_> = for_vectors
-                .chunks(chunk)
-                .map(|part| {
-                    let done = &done;
-                    scope.spawn(move || -> Result<(), IndexError> {
-                        for input in part {
-                            self.vector.add(input.key, input.embedding)?;
-                            let count = done.fetch_add(1, Ordering::Relaxed) + 1;
-                            if count.is_multiple_of(PROGRESS_EVERY) {
-                                tracing::info!(collection = label, vectors = count, "indexing");
-                            }
-                        }
-                        Ok(())
-                    })
+        for positions in for_vectors.chunks(FETCH_CHUNK) {
+            let lacking: Vec<usize> = positions
+                .iter()
+                .copied()
+                .filter(|position| memories[*position].embedding.is_none())
+                .collect();
+            let fetched = if lacking.is_empty() {
+                Vec::new()
+            } else {
+                fetch(&lacking).map_err(IndexError::Io)?
+            };
+            if fetched.len() != lacking.len() {
+                return Err(IndexError::Io(format!(
+                    "{} embeddings read for {} memories",
+                    fetched.len(),
+                    lacking.len()
+                )));
+            }
+            let mut fetched = fetched.iter();
+            let vectors: Vec<(u64, &[f32])> = positions
+                .iter()
+                .filter_map(|position| {
+                    let input = &memories[*position];
+                    let embedding = input
+                        .embedding
+                        .or_else(|| fetched.next().map(Vec::as_slice))?;
+                    Some((input.key, embedding))
                 })
                 .collect();
-            for worker in workers {
-                worker
-                    .join()
-                    .map_err(|_| IndexError::Vector("an indexing thread panicked".to_owned()))??;
-            }
-            Ok(())
-        })?;
+            self.add_vectors(&vectors, &done, label)?;
+        }
         for input in &for_text {
             if input.key <= replace_up_to {
                 self.text.remove(input.key);
@@ -311,6 +371,41 @@ impl CollectionIndexes {
             "indexes caught up with the store"
         );
         Ok(for_vectors.len())
+    }
+
+    /// Adds `vectors` to the vector index, one thread per core (usearch adds are
+    /// thread-safe), counting them in `done` for the progress lines.
+    fn add_vectors(
+        &self,
+        vectors: &[(u64, &[f32])],
+        done: &AtomicUsize,
+        label: &str,
+    ) -> Result<(), IndexError> {
+        let threads = std::thread::available_parallelism().map_or(1, |count| count.get());
+        let chunk = vectors.len().div_ceil(threads).max(1);
+        std::thread::scope(|scope| -> Result<(), IndexError> {
+            let workers: Vec<_> = vectors
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || -> Result<(), IndexError> {
+                        for (key, embedding) in part {
+                            self.vector.add(*key, embedding)?;
+                            let count = done.fetch_add(1, Ordering::Relaxed) + 1;
+                            if count.is_multiple_of(PROGRESS_EVERY) {
+                                tracing::info!(collection = label, vectors = count, "indexing");
+                            }
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            for worker in workers {
+                worker
+                    .join()
+                    .map_err(|_| IndexError::Vector("an indexing thread panicked".to_owned()))??;
+            }
+            Ok(())
+        })
     }
 
     /// The highest memory key either index holds or held: a collection hands out keys
@@ -334,6 +429,7 @@ impl CollectionIndexes {
     ) -> Result<Self, IndexError> {
         let indexes = Self {
             unsaved: AtomicUsize::new(vector.len().max(1)),
+            saved_at: std::sync::Mutex::new(Instant::now()),
             vector,
             text: self.text.clone(),
             directory: self.directory.clone(),
@@ -379,7 +475,11 @@ impl CollectionIndexes {
     /// pack a snapshot when one is due (uploaded in the background).
     pub fn maintain(&self) -> Result<(), IndexError> {
         self.text.commit()?;
-        if self.unsaved.load(Ordering::Relaxed) >= SAVE_EVERY {
+        let saved_long_ago = self
+            .saved_at
+            .lock()
+            .map_or(true, |saved_at| saved_at.elapsed() >= SAVE_INTERVAL);
+        if self.unsaved.load(Ordering::Relaxed) >= SAVE_EVERY && saved_long_ago {
             self.save_vectors()?;
         }
         if let (Some(shelving), Some(directory)) = (&self.shelving, &self.directory) {
@@ -430,8 +530,15 @@ impl CollectionIndexes {
                 };
                 write_json(&directory.join("vectors.json"), &meta)
             });
-        if result.is_err() {
-            self.unsaved.fetch_add(pending, Ordering::Relaxed);
+        match &result {
+            Ok(()) => {
+                if let Ok(mut saved_at) = self.saved_at.lock() {
+                    *saved_at = Instant::now();
+                }
+            }
+            Err(_) => {
+                self.unsaved.fetch_add(pending, Ordering::Relaxed);
+            }
         }
         result
     }

@@ -411,7 +411,7 @@ mod tests {
             .map(|memory| IndexInput {
                 key: memory.key,
                 text: &memory.text,
-                embedding: &memory.embedding,
+                embedding: Some(&memory.embedding),
             })
             .collect()
     }
@@ -619,5 +619,74 @@ mod tests {
         // No text commit yet: no meta.json to pack.
         assert!(shelving.shelve(directory.path(), true).is_err());
         assert!(shelving.due(), "a failed pack keeps its changes");
+    }
+
+    /// Inputs without their embedding: opening reads (through `fetch`) the embeddings of
+    /// exactly the memories the saved vector index lacks, all of them on a first build,
+    /// none when it is current; a fetch that fails fails the open.
+    #[test]
+    fn opening_without_embeddings_reads_only_the_vectors_the_index_lacks() {
+        let directory = tempfile::tempdir().unwrap();
+        let (tenant, collection) = names();
+        let settings = IndexSettings {
+            root: Some(directory.path().to_owned()),
+            model: model(),
+            shelf: None,
+        };
+        fn bare(memories: &[Memory]) -> Vec<IndexInput<'_>> {
+            memories
+                .iter()
+                .map(|memory| IndexInput {
+                    key: memory.key,
+                    text: &memory.text,
+                    embedding: None,
+                })
+                .collect()
+        }
+        let open = |memories: &[Memory]| {
+            let asked = Mutex::new(Vec::new());
+            let fetch = |positions: &[usize]| -> Result<Vec<Vec<f32>>, String> {
+                lock(&asked).extend(positions.iter().map(|position| memories[*position].key));
+                Ok(positions
+                    .iter()
+                    .map(|position| memories[*position].embedding.clone())
+                    .collect())
+            };
+            let indexes = settings
+                .open_with(&tenant, &collection, &model(), &bare(memories), &fetch)
+                .unwrap();
+            indexes.close().unwrap();
+            let mut asked = asked.into_inner().unwrap();
+            asked.sort_unstable();
+            (indexes, asked)
+        };
+        let mut memories: Vec<Memory> = (1..=30)
+            .map(|key| memory(key, &format!("note number {key} about topic{key}")))
+            .collect();
+        let (_, asked) = open(&memories);
+        assert_eq!(
+            asked,
+            (1..=30).collect::<Vec<u64>>(),
+            "a first build reads every one"
+        );
+        let (_, asked) = open(&memories);
+        assert!(asked.is_empty(), "a current index reads none: {asked:?}");
+        memories.extend((31..=35).map(|key| memory(key, &format!("a later note {key}"))));
+        let (indexes, asked) = open(&memories);
+        assert_eq!(asked, (31..=35).collect::<Vec<u64>>(), "only what it lacks");
+        assert_eq!(nearest(&indexes, &memories[32]).0, 33);
+        assert_eq!(
+            text_keys(&indexes, "later"),
+            (31..=35).collect::<Vec<u64>>()
+        );
+
+        memories.push(memory(36, "one more"));
+        let failing =
+            |_: &[usize]| -> Result<Vec<Vec<f32>>, String> { Err("store down".to_owned()) };
+        let error = settings
+            .open_with(&tenant, &collection, &model(), &bare(&memories), &failing)
+            .err()
+            .expect("a failed read fails the open");
+        assert!(error.to_string().contains("store down"), "{error}");
     }
 }

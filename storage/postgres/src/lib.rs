@@ -1090,6 +1090,73 @@ impl MemoryStore for PgStore {
         }
     }
 
+    fn memory_records(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+    ) -> Result<Vec<MemoryRecord>> {
+        // In pages, as `memories`, without the embedding column.
+        let mut records: Vec<MemoryRecord> = Vec::new();
+        loop {
+            let after = records.last().map(|record| record.id.clone());
+            let page = self.block(async {
+                let client = self.client().await?;
+                let rows = client
+                    .query(
+                        "SELECT record FROM memories
+                         WHERE tenant_id = $1 AND collection = $2 AND ($3::text IS NULL OR id > $3)
+                         ORDER BY id LIMIT $4",
+                        &[
+                            &tenant.as_str(),
+                            &collection.as_str(),
+                            &after,
+                            &limit(MEMORY_PAGE),
+                        ],
+                    )
+                    .await
+                    .map_err(pg)?;
+                rows.iter()
+                    .map(|row| decode::<MemoryRecord>("memories", row.get::<_, &[u8]>(0)))
+                    .collect::<Result<Vec<_>>>()
+            })?;
+            let full = page.len() == MEMORY_PAGE;
+            records.extend(page);
+            if !full {
+                return Ok(records);
+            }
+        }
+    }
+
+    fn embeddings(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        ids: &[&str],
+    ) -> Result<Vec<Option<Vec<f32>>>> {
+        let mut found: std::collections::HashMap<String, Vec<f32>> =
+            std::collections::HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(MEMORY_PAGE) {
+            let rows = self.block(async {
+                let client = self.client().await?;
+                client
+                    .query(
+                        "SELECT id, embedding FROM memories
+                         WHERE tenant_id = $1 AND collection = $2 AND id = ANY($3)",
+                        &[&tenant.as_str(), &collection.as_str(), &chunk],
+                    )
+                    .await
+                    .map_err(pg)
+            })?;
+            for row in &rows {
+                found.insert(
+                    row.get::<_, String>(0),
+                    vector_of("memories", row.get::<_, &[u8]>(1))?,
+                );
+            }
+        }
+        Ok(ids.iter().map(|id| found.remove(*id)).collect())
+    }
+
     fn memories_page(
         &self,
         tenant: &TenantId,

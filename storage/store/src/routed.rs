@@ -22,8 +22,9 @@ use crate::error::{Result, StorageError};
 use crate::records::{
     ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, ConnectionRecord,
     EmailAddressRecord, EmbeddingModel, ExtractJobRecord, ImportJobRecord, ImportPayload,
-    IngestBatchRecord, MailRecord, OAuthStateRecord, OutboxDelivery, RevealRecord, StagedEmbedding,
-    StoredMemory, SyncRunRecord, SyncedRecord, TenantId, TenantRecord, TenantSettings, UsageRow,
+    IngestBatchRecord, MailRecord, MemoryRecord, OAuthStateRecord, OutboxDelivery, RevealRecord,
+    StagedEmbedding, StoredMemory, SyncRunRecord, SyncedRecord, TenantId, TenantRecord,
+    TenantSettings, UsageRow,
 };
 use crate::store::{
     AccountStore, AuditStore, ConnectorStore, ImportStore, IngestStore, JobStore, MemoryStore,
@@ -400,6 +401,21 @@ impl MemoryStore for RoutedStore {
         collection: &CollectionName,
     ) -> Result<Vec<StoredMemory>> {
         self.data(tenant, |store| store.memories(tenant, collection))
+    }
+    fn memory_records(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+    ) -> Result<Vec<MemoryRecord>> {
+        self.data(tenant, |store| store.memory_records(tenant, collection))
+    }
+    fn embeddings(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        ids: &[&str],
+    ) -> Result<Vec<Option<Vec<f32>>>> {
+        self.data(tenant, |store| store.embeddings(tenant, collection, ids))
     }
     fn memories_page(
         &self,

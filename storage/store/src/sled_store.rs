@@ -304,6 +304,28 @@ fn encode_memory(memory: &StoredMemory) -> Result<Vec<u8>> {
 }
 
 fn decode_memory(key: &[u8], value: &[u8]) -> Result<StoredMemory> {
+    let (json, vector_bytes) = split_memory(key, value)?;
+    let record: MemoryRecord = decode_json(key, json)?;
+    Ok(StoredMemory {
+        record,
+        embedding: decode_embedding(vector_bytes),
+    })
+}
+
+/// A stored memory's record alone; its embedding's bytes are not decoded.
+fn decode_memory_record(key: &[u8], value: &[u8]) -> Result<MemoryRecord> {
+    let (json, _) = split_memory(key, value)?;
+    decode_json(key, json)
+}
+
+/// A stored memory's embedding alone.
+fn decode_memory_embedding(key: &[u8], value: &[u8]) -> Result<Vec<f32>> {
+    let (_, vector_bytes) = split_memory(key, value)?;
+    Ok(decode_embedding(vector_bytes))
+}
+
+/// A stored memory's value as (record JSON, embedding bytes), checked.
+fn split_memory<'a>(key: &[u8], value: &'a [u8]) -> Result<(&'a [u8], &'a [u8])> {
     let corrupt = |reason: &str| StorageError::Corrupt {
         key: String::from_utf8_lossy(key).into_owned(),
         reason: reason.to_owned(),
@@ -320,12 +342,14 @@ fn decode_memory(key: &[u8], value: &[u8]) -> Result<StoredMemory> {
     if !vector_bytes.len().is_multiple_of(4) {
         return Err(corrupt("embedding length is not a multiple of 4"));
     }
-    let record: MemoryRecord = decode_json(key, json)?;
-    let embedding = vector_bytes
+    Ok((json, vector_bytes))
+}
+
+fn decode_embedding(bytes: &[u8]) -> Vec<f32> {
+    bytes
         .chunks_exact(4)
         .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
-        .collect();
-    Ok(StoredMemory { record, embedding })
+        .collect()
 }
 
 fn encode_staged(staged: &StagedEmbedding) -> Result<Vec<u8>> {
@@ -903,6 +927,37 @@ impl MemoryStore for SledStore {
             .map(|entry| {
                 let (key, value) = entry?;
                 decode_memory(&key, &value)
+            })
+            .collect()
+    }
+
+    fn memory_records(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+    ) -> Result<Vec<MemoryRecord>> {
+        self.data
+            .scan_prefix(memories_prefix(tenant, collection))
+            .map(|entry| {
+                let (key, value) = entry?;
+                decode_memory_record(&key, &value)
+            })
+            .collect()
+    }
+
+    fn embeddings(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        ids: &[&str],
+    ) -> Result<Vec<Option<Vec<f32>>>> {
+        ids.iter()
+            .map(|id| {
+                let key = memory_key(tenant, collection, id);
+                self.data
+                    .get(key.as_bytes())?
+                    .map(|value| decode_memory_embedding(key.as_bytes(), &value))
+                    .transpose()
             })
             .collect()
     }

@@ -6,8 +6,9 @@ use crate::error::Result;
 use crate::records::{
     ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, ConnectionRecord,
     EmailAddressRecord, EmbeddingModel, ExtractJobRecord, ImportJobRecord, ImportPayload,
-    IngestBatchRecord, MailRecord, OAuthStateRecord, OutboxDelivery, RevealRecord, StagedEmbedding,
-    StoredMemory, SyncRunRecord, SyncedRecord, TenantId, TenantRecord, TenantSettings, UsageRow,
+    IngestBatchRecord, MailRecord, MemoryRecord, OAuthStateRecord, OutboxDelivery, RevealRecord,
+    StagedEmbedding, StoredMemory, SyncRunRecord, SyncedRecord, TenantId, TenantRecord,
+    TenantSettings, UsageRow,
 };
 
 /// Tenants, their API keys and their collections.
@@ -84,6 +85,36 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// Every memory of a collection with its embedding, in no particular order.
     fn memories(&self, tenant: &TenantId, collection: &CollectionName)
         -> Result<Vec<StoredMemory>>;
+    /// Every memory record of a collection without its embedding, in no particular order:
+    /// what opening a collection reads when its saved vector index is current, so the
+    /// embeddings are not all held in memory at once.
+    fn memory_records(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+    ) -> Result<Vec<MemoryRecord>> {
+        Ok(self
+            .memories(tenant, collection)?
+            .into_iter()
+            .map(|memory| memory.record)
+            .collect())
+    }
+    /// The embeddings of the collection's memories `ids`, in that order; `None` for an id
+    /// not stored.
+    fn embeddings(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        ids: &[&str],
+    ) -> Result<Vec<Option<Vec<f32>>>> {
+        ids.iter()
+            .map(|id| {
+                Ok(self
+                    .memory(tenant, collection, id)?
+                    .map(|memory| memory.embedding))
+            })
+            .collect()
+    }
     /// One page of the collection's memories in id order: at most `limit`, with ids after
     /// `after` (from the first when `None`). Readers that need not hold a whole
     /// collection at once (copying, rebuilding) walk it with this.

@@ -51,6 +51,7 @@ macro_rules! store_suite {
                 api_keys_are_per_tenant,
                 collections_round_trip_and_update,
                 memories_round_trip_with_embeddings,
+                records_and_embeddings_read_apart,
                 memory_pages_walk_one_collection_in_id_order,
                 put_replaces_a_memory,
                 delete_memories_removes_only_those,
@@ -246,6 +247,41 @@ pub fn memories_round_trip_with_embeddings(store: &dyn Store) {
         loaded.embedding, first.embedding,
         "embedding must round-trip bit for bit"
     );
+}
+
+/// `memory_records` reads one collection's records (not another's whose name starts
+/// the same) without their embeddings; `embeddings` reads those of the ids asked, in
+/// their order, `None` for an id not stored there.
+pub fn records_and_embeddings_read_apart(store: &dyn Store) {
+    let tenant = sample_tenant("apart");
+    for collection in ["notes", "notes2"] {
+        store
+            .put_collection(&tenant.id, &sample_collection(collection))
+            .unwrap();
+    }
+    let mut first = sample_memory("m1", "first");
+    first.embedding = vec![0.25, -1.5, 3.0e-8, f32::MAX];
+    let second = sample_memory("m2", "zweite Erinnerung, 記憶");
+    store
+        .put_memories(&tenant.id, &name("notes"), &[first.clone(), second.clone()])
+        .unwrap();
+    store
+        .put_memories(&tenant.id, &name("notes2"), &[sample_memory("m3", "other")])
+        .unwrap();
+    let mut records = store.memory_records(&tenant.id, &name("notes")).unwrap();
+    records.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(records, vec![first.record.clone(), second.record.clone()]);
+    assert_eq!(
+        store
+            .embeddings(&tenant.id, &name("notes"), &["m2", "absent", "m3", "m1"])
+            .unwrap(),
+        vec![Some(second.embedding), None, None, Some(first.embedding)],
+        "in the order asked, bit for bit, only this collection's"
+    );
+    assert!(store
+        .memory_records(&tenant.id, &name("empty"))
+        .unwrap()
+        .is_empty());
 }
 
 /// `memories_page` walks one collection (not another whose name starts the same, not

@@ -276,18 +276,18 @@ fn settle<T>(
 
 /// Gives every memory a unique index key: loaded records keep theirs; a missing (0) or
 /// duplicated key gets a fresh one above all others. Returns the highest key.
-fn assign_missing_keys(stored: &mut [StoredMemory]) -> u64 {
+fn assign_missing_keys(stored: &mut [MemoryRecord]) -> u64 {
     let mut highest = stored
         .iter()
-        .map(|memory| memory.record.index_key)
+        .map(|memory| memory.index_key)
         .max()
         .unwrap_or(0);
     let mut seen = HashSet::with_capacity(stored.len());
     for memory in stored.iter_mut() {
-        let key = memory.record.index_key;
+        let key = memory.index_key;
         if key == 0 || !seen.insert(key) {
             highest += 1;
-            memory.record.index_key = highest;
+            memory.index_key = highest;
             seen.insert(highest);
         }
     }
@@ -310,11 +310,14 @@ impl Actor for CollectionActor {
             args.handle.tenant.clone(),
             args.handle.name.clone(),
         );
-        let mut stored = blocking(move || store.memories(&tenant, &name)).await?;
+        // Records only: the embeddings are read just for the vectors the saved index
+        // lacks (all of them only when it is rebuilt), never all held at once.
+        let mut stored = blocking(move || store.memory_records(&tenant, &name)).await?;
         let highest_key = assign_missing_keys(&mut stored);
         let model = (**args.handle.embedding.load()).clone();
-        let (indexing, tenant, name) = (
+        let (indexing, store, tenant, name) = (
             args.indexing.clone(),
+            args.store.clone(),
             args.handle.tenant.clone(),
             args.handle.name.clone(),
         );
@@ -322,12 +325,27 @@ impl Actor for CollectionActor {
             let inputs: Vec<IndexInput<'_>> = stored
                 .iter()
                 .map(|memory| IndexInput {
-                    key: memory.record.index_key,
-                    text: &memory.record.text,
-                    embedding: &memory.embedding,
+                    key: memory.index_key,
+                    text: &memory.text,
+                    embedding: None,
                 })
                 .collect();
-            let indexes = indexing.open(&tenant, &name, &model, &inputs);
+            let fetch = |positions: &[usize]| -> Result<Vec<Vec<f32>>, String> {
+                let ids: Vec<&str> = positions
+                    .iter()
+                    .map(|position| stored[*position].id.as_str())
+                    .collect();
+                let embeddings = store
+                    .embeddings(&tenant, &name, &ids)
+                    .map_err(|error| error.to_string())?;
+                ids.iter()
+                    .zip(embeddings)
+                    .map(|(id, embedding)| {
+                        embedding.ok_or_else(|| format!("memory {id} has no stored embedding"))
+                    })
+                    .collect()
+            };
+            let indexes = indexing.open_with(&tenant, &name, &model, &inputs, &fetch);
             drop(inputs);
             (indexes, stored)
         })
@@ -339,7 +357,7 @@ impl Actor for CollectionActor {
             ..CollectionSnapshot::default()
         };
         for memory in stored {
-            current.insert(Arc::new(memory.record));
+            current.insert(Arc::new(memory));
         }
         tracing::debug!(
             tenant = %args.handle.tenant,
