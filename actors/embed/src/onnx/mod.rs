@@ -34,6 +34,10 @@ pub struct OnnxEmbedder {
     /// `ort`); each runs its chunk on one intra-op thread, so a batch keeps every core
     /// busy and a single text is not split across threads that would mostly wait.
     sessions: Vec<Mutex<Session>>,
+    /// One more session whose single pass runs on every core: a request of one pass (a
+    /// single add, a search's query) takes it, so a lone text is not held to one core
+    /// while the others idle. `None` on one core.
+    solo: Option<Mutex<Session>>,
     tokenizer: Tokenizer,
     precision: Precision,
 }
@@ -53,25 +57,28 @@ impl OnnxEmbedder {
         let session_error =
             |error: ort::Error| EmbeddingError::Load(format!("ONNX Runtime session: {error}"));
         let option_error = |error: ort::Error<SessionBuilder>| session_error(error.into());
+        let session = |threads: usize| {
+            Session::builder(&environment)
+                .map_err(session_error)?
+                .with_optimization_level(GraphOptimizationLevel::All)
+                .map_err(option_error)?
+                .with_intra_threads(threads)
+                .map_err(option_error)?
+                .with_inter_threads(1)
+                .map_err(option_error)?
+                .with_intra_op_spinning(false)
+                .map_err(option_error)?
+                .commit_from_memory(&model)
+                .map(Mutex::new)
+                .map_err(session_error)
+        };
         let sessions = (0..workers)
-            .map(|_| {
-                Session::builder(&environment)
-                    .map_err(session_error)?
-                    .with_optimization_level(GraphOptimizationLevel::All)
-                    .map_err(option_error)?
-                    .with_intra_threads(1)
-                    .map_err(option_error)?
-                    .with_inter_threads(1)
-                    .map_err(option_error)?
-                    .with_intra_op_spinning(false)
-                    .map_err(option_error)?
-                    .commit_from_memory(&model)
-                    .map(Mutex::new)
-                    .map_err(session_error)
-            })
+            .map(|_| session(1))
             .collect::<Result<Vec<_>, _>>()?;
+        let solo = (workers > 1).then(|| session(workers)).transpose()?;
         Ok(Self {
             sessions,
+            solo,
             tokenizer,
             precision,
         })
@@ -149,6 +156,18 @@ impl Embedder for OnnxEmbedder {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&index| texts[index].len());
         let chunks: Vec<&[usize]> = order.chunks(self.chunk()).collect();
+        if let ([chunk], Some(solo)) = (chunks.as_slice(), &self.solo) {
+            let mut session = solo.lock().unwrap_or_else(PoisonError::into_inner);
+            let batch: Vec<&str> = chunk.iter().map(|&index| texts[index]).collect();
+            let mut embedded = self
+                .embed_chunk(&mut session, &batch)
+                .map_err(EmbeddingError::Inference)?;
+            let mut vectors = vec![Vec::new(); texts.len()];
+            for (&index, vector) in chunk.iter().zip(embedded.drain(..)) {
+                vectors[index] = vector;
+            }
+            return Ok(vectors);
+        }
         let workers = self.sessions.len().min(chunks.len()).max(1);
         let next = AtomicUsize::new(0);
         // Pulls chunks until none is left, on one session.
@@ -169,8 +188,7 @@ impl Embedder for OnnxEmbedder {
         };
         // The calling thread (the embedding service's, which lives as long as the model)
         // is the first worker: ONNX Runtime's per-thread buffers are made once, not per
-        // call, which is a millisecond of every single add. Others start only for a
-        // batch of several passes.
+        // call. Others start only for a batch of several passes.
         let results: Vec<Result<Vec<Indexed>, EmbeddingError>> = std::thread::scope(|scope| {
             let handles: Vec<_> = self.sessions[1..workers]
                 .iter()
