@@ -53,6 +53,16 @@ impl Build {
         }
     }
 
+    /// This build, its weights fetched into the default cache first.
+    pub fn open(self) -> Result<Arc<dyn Embedder>, EmbeddingError> {
+        let source = ModelSource {
+            model_dir: None,
+            cache_dir: default_model_cache_dir(),
+            python: "python3".to_owned(),
+        };
+        self.load(&ensure_minilm_weights(&source)?)
+    }
+
     fn load(self, directory: &Path) -> Result<Arc<dyn Embedder>, EmbeddingError> {
         let onnx = |precision| {
             let library = ensure_onnxruntime(&default_model_cache_dir(), "python3")?;

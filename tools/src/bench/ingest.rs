@@ -49,20 +49,30 @@ pub async fn in_process_service(
     data_dir: &Path,
     embedder: EmbeddingService,
 ) -> Result<(Memvault, Agent, CollectionName), String> {
+    let key = format!("mv_bench_{}", uuid::Uuid::new_v4().simple());
+    in_process_service_with_key(data_dir, embedder, &key).await
+}
+
+/// [`in_process_service`] whose bootstrap key is `key` (a server started on the same
+/// data dir later takes the same key).
+pub async fn in_process_service_with_key(
+    data_dir: &Path,
+    embedder: EmbeddingService,
+    key: &str,
+) -> Result<(Memvault, Agent, CollectionName), String> {
     let mut config = Config::default();
     config.server.data_dir = data_dir.to_owned();
-    let key = format!("mv_bench_{}", uuid::Uuid::new_v4().simple());
     let started = server::start_service(
         &config,
         memvault_core::embedders::Embedders::new(embedder, None),
-        Some(key.clone()),
+        Some(key.to_owned()),
     )
     .await
     .map_err(|error| error.to_string())?;
     let service = started.service;
     let agent = service
         .authorizer()
-        .authenticate(&key)
+        .authenticate(key)
         .ok_or_else(|| "the bootstrap key does not authenticate".to_owned())?;
     let name = CollectionName::parse("bench")?;
     Ok((service, agent, name))

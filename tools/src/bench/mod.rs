@@ -25,6 +25,7 @@ pub mod maintenance;
 mod process;
 mod ratelimit;
 mod reembed;
+mod scale;
 pub mod stats;
 
 use std::path::PathBuf;
@@ -67,6 +68,13 @@ pub struct BenchArgs {
     /// Skip the in-process ingest without the model.
     #[arg(long)]
     pub skip_no_embedding: bool,
+    /// Load the --memories through an in-process service whose embedder answers with
+    /// vectors computed once per corpus sentence by the default model (copies moved a
+    /// little off them), then measure a server process on that data: cold start, RSS,
+    /// disk, and search p50/p95/p99 per mode with the query embedding cached. The way to
+    /// a million memories in minutes instead of hours (see `scale`).
+    #[arg(long, conflicts_with_all = ["existing_data", "embedder_only", "maintenance", "rate_limit", "reembed", "files", "cluster", "dashboard", "adds"])]
+    pub precomputed: bool,
     /// Keep the data dir instead of deleting it at the end.
     #[arg(long)]
     pub keep_data: bool,
@@ -183,6 +191,9 @@ async fn bench(args: BenchArgs) -> Result<(), BenchError> {
     }
     if args.adds {
         return adds::run(&args, &corpus).await;
+    }
+    if args.precomputed {
+        return scale::run(&args, &corpus).await;
     }
     if let Some(existing) = &args.existing_data {
         return bench_existing(&args, &corpus, existing).await;
