@@ -7,7 +7,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use memvault_core::memory::NewMemory;
 use memvault_core::service::Write;
 use memvault_core::{Agent, Memvault};
 use memvault_embed::{Embedder, EmbeddingError, EmbeddingService};
@@ -138,15 +137,7 @@ pub async fn without_model(source: &Path, concurrency: usize) -> Result<(f64, us
                     };
                     let memories = batch
                         .into_iter()
-                        .map(|text| NewMemory {
-                            text,
-                            importance: 0.5,
-                            category: "other".to_owned(),
-                            source: "bench".to_owned(),
-                            metadata: Default::default(),
-                            container_tag: None,
-                            images: Vec::new(),
-                        })
+                        .map(|text| super::maintenance::new_memory(text, 0.5))
                         .collect();
                     service
                         .memories()

@@ -91,7 +91,8 @@ pub fn memory_text(corpus: Option<&Corpus>, index: usize) -> String {
     format!("{base} #{index}")
 }
 
-fn new_memory(text: String, importance: f64) -> NewMemory {
+/// A plain memory of the benchmarks: category "other", source "bench".
+pub(super) fn new_memory(text: String, importance: f64) -> NewMemory {
     NewMemory {
         text,
         importance,

@@ -14,7 +14,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memvault_core::memory::NewMemory;
 use memvault_core::service::Write;
 use memvault_embed::{Embedder, EmbeddingError, EmbeddingService, MINILM_INT8};
 use serde_json::{json, Value};
@@ -22,6 +21,7 @@ use serde_json::{json, Value};
 use super::corpus::Corpus;
 use super::embedder::Build;
 use super::ingest::in_process_service_with_key;
+use super::maintenance::new_memory;
 use super::process::{self, ServerProcess};
 use super::stats::{Latencies, Progress};
 use super::{expect, format_bytes, format_duration, BenchArgs, BenchError, Report, BULK_SIZE};
@@ -223,15 +223,7 @@ async fn load(
                     }
                     let end = (start + BULK_SIZE).min(count);
                     let memories = (start..end)
-                        .map(|index| NewMemory {
-                            text: corpus.text(index),
-                            importance: 0.5,
-                            category: "other".to_owned(),
-                            source: "bench".to_owned(),
-                            metadata: Default::default(),
-                            container_tag: None,
-                            images: Vec::new(),
-                        })
+                        .map(|index| new_memory(corpus.text(index), 0.5))
                         .collect();
                     service
                         .memories()
