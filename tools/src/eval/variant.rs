@@ -42,29 +42,21 @@ pub fn modes() -> Vec<Variant> {
 }
 
 /// Hybrid fusion settings around the default (how it was chosen): the vector weight α
-/// against the depth of the BM25 list, then the candidate window.
+/// against the candidate window each list gives.
 pub fn grid() -> Vec<Variant> {
-    let default = FusionParams::default();
     let mut settings = Vec::new();
-    for text_depth in [20, 50, 100] {
+    for window in [10, 20, 50] {
         for vector_weight in [0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8] {
             settings.push(FusionParams {
-                text_depth,
+                window,
                 vector_weight,
-                ..default
             });
         }
-    }
-    for window in [10, 30, 50] {
-        settings.push(FusionParams { window, ..default });
     }
     settings
         .into_iter()
         .map(|fusion| Variant {
-            label: format!(
-                "alpha {}, window {}, BM25 depth {}",
-                fusion.vector_weight, fusion.window, fusion.text_depth
-            ),
+            label: format!("alpha {}, window {}", fusion.vector_weight, fusion.window),
             mode: SearchMode::Hybrid,
             min_score: 0.0,
             fusion,

@@ -80,12 +80,11 @@ pub fn search_collection<S: MemoryLookup>(
         SearchMode::Hybrid => {
             let fusion = query.fusion;
             let window = query.limit.max(fusion.window);
-            let text_depth = window.max(fusion.text_depth);
             let narrow = query.filter.narrows();
             // The two lists are independent: one on a helper thread, one here.
             let (vector_hits, text_hits) = std::thread::scope(|scope| {
                 let text_side = scope.spawn(|| {
-                    text_candidates(snapshot, indexes, &query.text, text_depth, accept.clone())
+                    text_candidates(snapshot, indexes, &query.text, window, accept.clone())
                 });
                 let vector_hits: Result<Vec<(u64, f32)>, IndexError> = match vector {
                     Some(vector) => vector_candidates(
@@ -108,7 +107,8 @@ pub fn search_collection<S: MemoryLookup>(
                     .unwrap_or_else(|_| Err(IndexError::Text("text search panicked".to_owned())));
                 (vector_hits, text_hits)
             });
-            let candidates = hybrid_candidates(indexes, vector, vector_hits?, text_hits?, window);
+            let candidates =
+                hybrid_candidates(indexes, &query.text, vector, vector_hits?, text_hits?)?;
             Ok(convex_fusion(&candidates, fusion.vector_weight)
                 .into_iter()
                 .filter_map(|(key, score)| resolve(key).map(|memory| (memory, score)))
@@ -118,39 +118,43 @@ pub fn search_collection<S: MemoryLookup>(
     }
 }
 
-/// Both lists as one set of candidates, each with both scores: the vector hits, and the
-/// first `window` BM25 matches; the deeper BM25 matches only give their score to vector
-/// candidates. A BM25 candidate that is not a vector candidate (below `min_score`, or
-/// outside the vector window: SPEC rule 2) is scored against the query vector exactly, so
-/// its cosine counts as much as anyone's.
+/// Both lists as one set of candidates, each with both scores exactly: the vector hits,
+/// given their BM25 by scoring just them (a vector hit ranked deep in BM25 gets its real,
+/// small score, and the text list is read only as deep as the window); and the BM25 hits,
+/// given their cosine against the query vector exactly (a BM25 hit below `min_score` or
+/// outside the vector window: SPEC rule 2), so it counts as much as anyone's.
 fn hybrid_candidates(
     indexes: &CollectionIndexes,
+    text: &str,
     vector: Option<&[f32]>,
     vector_hits: Vec<(u64, f32)>,
     text_hits: Vec<(u64, f32)>,
-    window: usize,
-) -> Vec<Candidate> {
-    let mut candidates = Candidates::with_capacity(vector_hits.len() + window);
-    for (key, similarity) in vector_hits {
-        candidates.add_similarity(key, similarity);
+) -> Result<Vec<Candidate>, IndexError> {
+    let mut candidates = Candidates::with_capacity(vector_hits.len() + text_hits.len());
+    for (key, similarity) in &vector_hits {
+        candidates.add_similarity(*key, *similarity);
     }
-    let text_only: Vec<u64> = text_hits
-        .iter()
-        .take(window)
-        .map(|(key, _)| *key)
-        .filter(|key| !candidates.contains(*key))
-        .collect();
-    for (rank, (key, bm25)) in text_hits.into_iter().enumerate() {
-        if rank < window || candidates.contains(key) {
-            candidates.add_bm25(key, bm25);
+    let mut text_only = Vec::new();
+    for (key, bm25) in &text_hits {
+        if !candidates.contains(*key) {
+            text_only.push(*key);
         }
+        candidates.add_bm25(*key, *bm25);
+    }
+    let unscored: Vec<u64> = vector_hits
+        .iter()
+        .map(|(key, _)| *key)
+        .filter(|key| !text_hits.iter().any(|(hit, _)| hit == key))
+        .collect();
+    for hit in indexes.text.score(text, &unscored)? {
+        candidates.add_bm25(hit.key, hit.score);
     }
     if let Some(vector) = vector {
         for (key, similarity) in indexes.vector.score(vector, &text_only) {
             candidates.add_similarity(key, similarity);
         }
     }
-    candidates.into_vec()
+    Ok(candidates.into_vec())
 }
 
 /// The `count` most similar eligible keys with their cosine similarity, best first.
@@ -229,4 +233,124 @@ fn text_candidates<S: MemoryLookup>(
         .into_iter()
         .map(|hit| (hit.key, hit.score))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use memvault_storage::{CollectionName, CreatedBy, EmbeddingModel, TenantId};
+
+    use super::*;
+    use crate::search::{FusionParams, SearchFilter};
+    use crate::{IndexInput, IndexSettings};
+
+    struct Memories(HashMap<u64, Arc<MemoryRecord>>);
+
+    impl MemoryLookup for Memories {
+        fn by_key(&self, key: u64) -> Option<&Arc<MemoryRecord>> {
+            self.0.get(&key)
+        }
+        fn keyed(&self) -> impl Iterator<Item = (u64, &Arc<MemoryRecord>)> {
+            self.0.iter().map(|(key, memory)| (*key, memory))
+        }
+        fn is_empty(&self) -> bool {
+            self.0.is_empty()
+        }
+    }
+
+    fn unit(dimensions: usize, axis: usize) -> Vec<f32> {
+        let mut vector = vec![0.0; dimensions];
+        vector[axis] = 1.0;
+        vector
+    }
+
+    /// The best vector match mentions the query's word once in a long text, so 60 other
+    /// memories rank above it in BM25, deeper than the text list hybrid reads: it still
+    /// gets its own BM25 score, not 0.
+    #[test]
+    fn a_vector_candidate_deep_in_bm25_gets_its_real_bm25() {
+        let model = EmbeddingModel::new("test", 8);
+        let mut texts = vec![(
+            1u64,
+            "a long note about many things, gardens and ships and rivers, and a harbour once"
+                .to_owned(),
+            unit(8, 0),
+        )];
+        for key in 2..=61u64 {
+            texts.push((key, format!("harbour harbour {key}"), unit(8, 1)));
+        }
+        let inputs: Vec<IndexInput<'_>> = texts
+            .iter()
+            .map(|(key, text, vector)| IndexInput {
+                key: *key,
+                text,
+                embedding: Some(vector),
+            })
+            .collect();
+        let settings = IndexSettings {
+            root: None,
+            model: model.clone(),
+            shelf: None,
+        };
+        let indexes = settings
+            .open(
+                &TenantId::from_stored("tenant-1"),
+                &CollectionName::parse("notes").unwrap(),
+                &model,
+                &inputs,
+            )
+            .unwrap();
+        let now = Utc::now();
+        let memories = Memories(
+            texts
+                .iter()
+                .map(|(key, text, _)| {
+                    let created_by = CreatedBy {
+                        id: "key".to_owned(),
+                        label: "test".to_owned(),
+                    };
+                    let record = MemoryRecord::new(
+                        text.clone(),
+                        0.5,
+                        "fact".to_owned(),
+                        "test".to_owned(),
+                        created_by,
+                        now,
+                    );
+                    (*key, Arc::new(record))
+                })
+                .collect(),
+        );
+        let fusion = FusionParams::default();
+        let query = SearchQuery {
+            text: "the harbour".to_owned(),
+            limit: 5,
+            min_score: 0.0,
+            mode: SearchMode::Hybrid,
+            filter: SearchFilter::default(),
+            rewrite: false,
+            rerank: false,
+            fusion,
+        };
+        let bm25 = indexes.text.score("harbour", &[1, 2]).unwrap();
+        let (own, best) = (bm25[0].score, bm25[1].score);
+        assert!(own > 0.0 && own < best);
+        let results = search_collection(
+            &Arc::new(memories),
+            &indexes,
+            &query,
+            Some(&unit(8, 0)),
+            now,
+        )
+        .unwrap();
+        let (first, score) = &results[0];
+        assert!(first.text.starts_with("a long note"));
+        let alpha = fusion.vector_weight;
+        let expected = alpha + (1.0 - alpha) * own / best;
+        assert!(
+            (score - expected).abs() < 1e-5,
+            "{score} against {expected}"
+        );
+    }
 }

@@ -47,9 +47,6 @@ pub struct FusionParams {
     /// Candidates each list contributes (at least the request's limit); vector candidates
     /// are at least `min_score`.
     pub window: usize,
-    /// BM25 matches read to score the candidates (at least `window`): a vector candidate
-    /// beyond them counts BM25 0.
-    pub text_depth: usize,
     /// α: the share of the normalised cosine in the fused score; BM25 has 1 − α.
     pub vector_weight: f32,
 }
@@ -61,9 +58,6 @@ impl Default for FusionParams {
             // changed next to nothing on the public sets, and each extra BM25 candidate
             // costs an exact cosine.
             window: 20,
-            // A vector candidate beyond the BM25 matches read counts 0; reading 50 rather
-            // than 20 keeps that from sinking good vector results on MS MARCO.
-            text_depth: 50,
             // Vectors are the better ranker on MS MARCO, BM25 on LoCoMo; 0.6 stays within
             // 0.002 of the better single mode on each public set.
             vector_weight: 0.6,
@@ -73,7 +67,7 @@ impl Default for FusionParams {
 
 impl std::hash::Hash for FusionParams {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (self.window, self.text_depth, self.vector_weight.to_bits()).hash(state);
+        (self.window, self.vector_weight.to_bits()).hash(state);
     }
 }
 
