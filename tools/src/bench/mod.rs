@@ -465,6 +465,33 @@ pub(crate) async fn bulk_load(
     Ok(())
 }
 
+/// Each query once in `mode` (limit 10): the HTTP round trips and the server's own
+/// `search_ms`.
+pub(crate) async fn timed_searches(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    mode: &str,
+    queries: &[String],
+) -> Result<(Latencies, Latencies), BenchError> {
+    let (mut http, mut server_side) = (Latencies::default(), Latencies::default());
+    for query in queries {
+        let body = json!({ "query": query, "mode": mode, "limit": 10 });
+        let started = Instant::now();
+        let response = client.post(url).bearer_auth(key).json(&body).send().await?;
+        let elapsed = started.elapsed();
+        if response.status().as_u16() != 200 {
+            expect(response, 200, "search").await?;
+            continue;
+        }
+        let answer: Value = response.json().await?;
+        http.record(elapsed);
+        let search_ms = answer["search_ms"].as_f64().unwrap_or(0.0);
+        server_side.record(Duration::from_secs_f64(search_ms / 1000.0));
+    }
+    Ok((http, server_side))
+}
+
 /// Per mode: each query once with its embedding computed (cold), then again with the
 /// embedding cached (the result cache is off in the server under test). Reports the
 /// client-side latency and the server's own `search_ms`.
@@ -489,26 +516,7 @@ async fn search_latencies(
             &["query embedded", "query embedding cached"]
         };
         for pass in passes {
-            let (mut http, mut server_side) = (Latencies::default(), Latencies::default());
-            for text in &texts {
-                let body = json!({ "query": text, "mode": mode, "limit": 10 });
-                let started = Instant::now();
-                let response = client
-                    .post(&url)
-                    .bearer_auth(key)
-                    .json(&body)
-                    .send()
-                    .await?;
-                let elapsed = started.elapsed();
-                if response.status().as_u16() != 200 {
-                    expect(response, 200, "search").await?;
-                    continue;
-                }
-                let answer: Value = response.json().await?;
-                http.record(elapsed);
-                let search_ms = answer["search_ms"].as_f64().unwrap_or(0.0);
-                server_side.record(Duration::from_secs_f64(search_ms / 1000.0));
-            }
+            let (http, server_side) = timed_searches(client, &url, key, mode, &texts).await?;
             report.line(
                 &format!("search {mode} at {memories}, {pass} (n={})", texts.len()),
                 format!(

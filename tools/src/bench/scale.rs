@@ -16,15 +16,17 @@ use std::time::{Duration, Instant};
 
 use memvault_core::service::Write;
 use memvault_embed::{Embedder, EmbeddingError, EmbeddingService, MINILM_INT8};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::corpus::Corpus;
 use super::embedder::Build;
 use super::ingest::in_process_service_with_key;
 use super::maintenance::new_memory;
 use super::process::{self, ServerProcess};
-use super::stats::{Latencies, Progress};
-use super::{expect, format_bytes, format_duration, BenchArgs, BenchError, Report, BULK_SIZE};
+use super::stats::Progress;
+use super::{
+    expect, format_bytes, format_duration, timed_searches, BenchArgs, BenchError, Report, BULK_SIZE,
+};
 
 const DIMENSIONS: usize = 384;
 /// How far a copy's vector moves off its sentence's: the noise vector's length before
@@ -318,20 +320,7 @@ async fn latencies(
         for query in queries {
             expect(search(query).await?, 200, "warm-up search").await?;
         }
-        let (mut http, mut server_side) = (Latencies::default(), Latencies::default());
-        for query in queries {
-            let started = Instant::now();
-            let response = search(query).await?;
-            let elapsed = started.elapsed();
-            if response.status().as_u16() != 200 {
-                expect(response, 200, "search").await?;
-                continue;
-            }
-            let answer: Value = response.json().await?;
-            http.record(elapsed);
-            let search_ms = answer["search_ms"].as_f64().unwrap_or(0.0);
-            server_side.record(Duration::from_secs_f64(search_ms / 1000.0));
-        }
+        let (http, server_side) = timed_searches(client, &url, key, mode, queries).await?;
         report.line(
             &format!(
                 "search {mode} at {count}, embedding cached (n={})",
