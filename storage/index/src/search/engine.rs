@@ -243,7 +243,7 @@ mod tests {
 
     use super::*;
     use crate::search::{FusionParams, SearchFilter};
-    use crate::{IndexInput, IndexSettings};
+    use crate::{dot, IndexInput, IndexSettings};
 
     struct Memories(HashMap<u64, Arc<MemoryRecord>>);
 
@@ -277,8 +277,14 @@ mod tests {
                 .to_owned(),
             unit(8, 0),
         )];
+        // Distinct vectors, each far from the query's: 60 copies of one vector made the
+        // HNSW graph miss the one that differs about once in 30 builds.
         for key in 2..=61u64 {
-            texts.push((key, format!("harbour harbour {key}"), unit(8, 1)));
+            let mut vector = unit(8, 1 + (key as usize % 7));
+            vector[0] = 0.002 * key as f32;
+            let norm = dot(&vector, &vector).sqrt();
+            vector.iter_mut().for_each(|value| *value /= norm);
+            texts.push((key, format!("harbour harbour {key}"), vector));
         }
         let inputs: Vec<IndexInput<'_>> = texts
             .iter()
