@@ -399,29 +399,29 @@ struct Words {
 impl Words {
     /// `None` for a query without a word.
     fn of(query: &str) -> Option<Self> {
-        let words: Vec<&str> = query
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|word| !word.is_empty())
-            .collect();
-        let quoted = |words: &mut dyn Iterator<Item = &&str>| {
+        fn quoted<'a>(words: impl Iterator<Item = &'a str>) -> String {
             words
                 .map(|word| format!("\"{word}\""))
                 .collect::<Vec<_>>()
                 .join(" ")
-        };
-        let is_stop = |word: &&str| {
+        }
+        let words: Vec<&str> = query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|word| !word.is_empty())
+            .collect();
+        if words.is_empty() {
+            return None;
+        }
+        let is_stop = |word: &str| {
             STOP_WORDS
                 .iter()
                 .any(|stop| stop.eq_ignore_ascii_case(word))
         };
         let stops = words.iter().filter(|word| is_stop(word)).count();
-        if words.is_empty() {
-            return None;
-        }
         let content = (stops > 0 && stops < words.len())
-            .then(|| quoted(&mut words.iter().filter(|word| !is_stop(word))));
+            .then(|| quoted(words.iter().copied().filter(|word| !is_stop(word))));
         Some(Self {
-            all: quoted(&mut words.iter()),
+            all: quoted(words.iter().copied()),
             content,
         })
     }
