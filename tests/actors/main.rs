@@ -6,6 +6,7 @@
 //! in Cargo.toml): a test binary of an optimised crate takes minutes to build, here seconds,
 //! while the code under test is the libraries', optimised.
 
+mod bulk_writes;
 mod collection_supervision;
 mod connector_supervision;
 mod support;

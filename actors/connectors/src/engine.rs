@@ -7,7 +7,9 @@
 //!    (connection, record id), so an edit replaces its memory instead of adding one.
 //!    Deletions the provider reports are applied.
 //! 3. After every page a checkpoint (the window, the next page token, the newest time seen,
-//!    the count) is saved, so a killed or capped run resumes where it stopped.
+//!    the count) is saved, so a killed or capped run resumes where it stopped. The next
+//!    page is fetched while one is stored (never past the cap), so the provider's answer
+//!    time overlaps the embedding.
 //! 4. Only when the walk is complete does the cursor move: to the newest modification time
 //!    actually seen (never "now"), and to the provider's new change token. A failed run
 //!    leaves it where it was.
@@ -141,22 +143,42 @@ pub async fn sync(
         ..Checkpoint::default()
     });
     let mut pages = 0u64;
+    let mut page = provider
+        .changes(cx, &checkpoint.window, checkpoint.page.as_deref())
+        .await?;
     loop {
-        let page = provider
-            .changes(cx, &checkpoint.window, checkpoint.page.as_deref())
-            .await?;
-        apply(page.changes, sink, &mut checkpoint).await?;
-        if page.token.is_some() {
-            checkpoint.token = page.token;
-        }
-        checkpoint.page = page.next;
+        // The next page is fetched while this one is stored, unless this one is the last
+        // the cap allows.
+        let capped = limits.max_pages.is_some_and(|max| pages + 1 >= max);
+        let ahead = page.next.clone().filter(|_| !capped);
+        let window = checkpoint.window.clone();
+        let fetch = async {
+            match &ahead {
+                Some(token) => Some(provider.changes(cx, &window, Some(token)).await),
+                None => None,
+            }
+        };
+        // The page is stored and its checkpoint saved as soon as it is stored, whether or
+        // not the next page has arrived.
+        let store = async {
+            apply(page.changes, sink, &mut checkpoint).await?;
+            if page.token.is_some() {
+                checkpoint.token = page.token;
+            }
+            checkpoint.page = page.next;
+            if checkpoint.page.is_some() {
+                sink.checkpoint(Some(&checkpoint))
+                    .await
+                    .map_err(SyncError::Sink)?;
+            }
+            Ok::<(), SyncError>(())
+        };
+        let (stored, fetched) = tokio::join!(store, fetch);
+        stored?;
         pages += 1;
         if checkpoint.page.is_none() {
             break;
         }
-        sink.checkpoint(Some(&checkpoint))
-            .await
-            .map_err(SyncError::Sink)?;
         if limits.max_pages.is_some_and(|max| pages >= max) {
             return Ok(Report {
                 synced: checkpoint.synced,
@@ -166,6 +188,15 @@ pub async fn sync(
                 cursor: cursor.clone(),
             });
         }
+        // A failed fetch of the next page fails the run after this page's checkpoint.
+        page = match fetched {
+            Some(fetched) => fetched?,
+            None => {
+                provider
+                    .changes(cx, &checkpoint.window, checkpoint.page.as_deref())
+                    .await?
+            }
+        };
     }
     let next = Cursor {
         high_water: match (cursor.high_water, checkpoint.seen) {

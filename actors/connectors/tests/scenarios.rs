@@ -361,6 +361,11 @@ async fn a_walk_failing_midway_keeps_the_cursor(
         Cursor::default(),
         "the cursor did not move"
     );
+    assert!(
+        h.sink.checkpoint.lock().unwrap().is_some(),
+        "the first page was stored and its checkpoint saved (the second page was fetched \
+         while the first was stored)"
+    );
     h.server.fake.heal();
     h.sync().await.expect("the next sync");
     h.assert_mirrored("after a failed walk and a good one");
@@ -542,6 +547,37 @@ async fn notion_database_id_narrows_the_sync_to_its_pages() {
     assert!(h.sink.holding(&outside.word).is_empty());
     assert_eq!(h.reconcile().await.expect("reconciliation"), 1);
     assert_eq!(stored_ids(&h).len(), 3);
+}
+
+#[tokio::test]
+async fn a_capped_run_fetches_no_page_past_its_cap() {
+    let h = Harness::new(memvault_fake_providers::notion::start(5)).await;
+    let listings = |h: &Harness| {
+        h.server
+            .fake
+            .calls()
+            .iter()
+            .filter(|c| c.kind == CallKind::List)
+            .count()
+    };
+    let report = h
+        .sync_with(RunLimits { max_pages: Some(1) })
+        .await
+        .expect("a capped run");
+    assert!(!report.complete);
+    assert_eq!(listings(&h), 1, "the page past the cap is not fetched ahead");
+    let report = h
+        .sync_with(RunLimits { max_pages: Some(2) })
+        .await
+        .expect("a second capped run");
+    assert_eq!(
+        listings(&h),
+        3,
+        "the last two pages (of two, two and one records), the third fetched while the \
+         second was stored"
+    );
+    assert!(report.complete, "{report:?}");
+    assert_eq!(report.synced, 5, "the resumed run counts from its checkpoint: {report:?}");
 }
 
 #[tokio::test]

@@ -25,20 +25,24 @@ pub(crate) type Prepared = memvault_files::Prepared<NewMemory>;
 const CHUNKS_PER_WRITE: usize = 64;
 
 impl Files {
-    /// Stores memories in writes of [`CHUNKS_PER_WRITE`]; their ids.
+    /// Stores memories in writes of [`CHUNKS_PER_WRITE`], embedding one write's chunks
+    /// while the one before is stored; their ids.
     pub(crate) async fn store_chunks(
         &self,
         access: &CollectionAccess<Write>,
         memories: Vec<NewMemory>,
     ) -> Result<Vec<String>> {
-        let mut ids = Vec::with_capacity(memories.len());
         let mut memories = memories.into_iter().peekable();
+        let mut writes = Vec::new();
         while memories.peek().is_some() {
-            let group: Vec<NewMemory> = memories.by_ref().take(CHUNKS_PER_WRITE).collect();
-            let created = self.parts.memories.create(access, group).await?;
-            ids.extend(created.iter().map(|memory| memory.id.clone()));
+            writes.push((memories.by_ref().take(CHUNKS_PER_WRITE).collect(), None));
         }
-        Ok(ids)
+        let created = self.parts.memories.create_batches(access, writes).await?;
+        Ok(created
+            .iter()
+            .flatten()
+            .map(|memory| memory.id.clone())
+            .collect())
     }
 
     /// Reads a staged file and turns it into memories (not stored).

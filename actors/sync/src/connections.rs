@@ -36,6 +36,10 @@ const MAX_INTERVAL_MINUTES: u64 = 7 * 24 * 60;
 /// The longest `last_error` kept.
 const ERROR_MAX_CHARS: usize = 500;
 
+/// New records stored per write when a page has many: one write is embedded while the
+/// one before is stored.
+const RECORDS_PER_WRITE: usize = 32;
+
 /// Managed connectors of a tenant.
 #[derive(Clone)]
 pub struct Connections {
@@ -1160,8 +1164,17 @@ impl Sink for ConnectionSink {
             });
         }
         if !fresh.is_empty() {
+            // Embedded in writes of RECORDS_PER_WRITE, one while the one before is stored.
+            let mut ids = fresh_ids.into_iter();
+            let mut fresh = fresh.into_iter().peekable();
+            let mut writes = Vec::new();
+            while fresh.peek().is_some() {
+                let write: Vec<_> = fresh.by_ref().take(RECORDS_PER_WRITE).collect();
+                let write_ids = ids.by_ref().take(write.len()).collect();
+                writes.push((write, Some(write_ids)));
+            }
             memories
-                .create_as(&self.access, fresh, Some(fresh_ids))
+                .create_batches(&self.access, writes)
                 .await
                 .map_err(Failure::from)?;
         }

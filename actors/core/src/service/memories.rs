@@ -17,6 +17,12 @@ use crate::collection::CollectionMessage;
 use crate::error::{Error, Result};
 use crate::memory::{ImageChange, MemoryChange, MemoryPatch, NewMemory};
 
+/// Memories embedded and made into records, not stored yet.
+struct Embedded {
+    memories: Vec<StoredMemory>,
+    model: EmbeddingModel,
+}
+
 /// Which page of a listing to return.
 #[derive(Debug, Clone, Copy)]
 pub struct ListPage {
@@ -55,30 +61,60 @@ impl Memories {
         memories: Vec<NewMemory>,
         ids: Option<Vec<String>>,
     ) -> Result<Vec<Arc<MemoryRecord>>> {
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            match self
-                .create_once(access, memories.clone(), ids.clone())
-                .await
-            {
-                Err(Error::EmbeddingSwitched { .. }) if attempt < 3 => continue,
-                result => return result,
-            }
-        }
+        let embedded = self.embed(access, memories, ids, 0).await?;
+        self.store(access, embedded).await
     }
 
-    async fn create_once(
+    /// Creates memories batch by batch, in order, the way bulk work (imports, connector
+    /// syncs, the chunks of a file) stores them: while one batch is written to the store
+    /// and its indexes, the next is embedded, so the model never waits on the disk. Each
+    /// batch is one atomic store write, as [`Self::create_as`] makes it; on an error the
+    /// batches before it are stored and none after it. The records of every batch, in
+    /// order.
+    pub async fn create_batches(
+        &self,
+        access: &CollectionAccess<Write>,
+        batches: Vec<(Vec<NewMemory>, Option<Vec<String>>)>,
+    ) -> Result<Vec<Vec<Arc<MemoryRecord>>>> {
+        let mut created = Vec::with_capacity(batches.len());
+        let mut pending: Option<Embedded> = None;
+        for (memories, ids) in batches {
+            let next = match pending.take() {
+                None => self.embed(access, memories, ids, 0).await?,
+                Some(ready) => {
+                    // Admitted against the tier with the batch still being stored.
+                    let ahead = ready.memories.len() as u64;
+                    let (stored, next) = tokio::join!(
+                        self.store(access, ready),
+                        self.embed(access, memories, ids, ahead)
+                    );
+                    created.push(stored?);
+                    next?
+                }
+            };
+            pending = Some(next);
+        }
+        if let Some(ready) = pending {
+            created.push(self.store(access, ready).await?);
+        }
+        Ok(created)
+    }
+
+    /// The first stage of a create: admitted against the tier (with `ahead` memories
+    /// admitted but not stored yet), embedded in one batch by the collection's model, and
+    /// made into records.
+    async fn embed(
         &self,
         access: &CollectionAccess<Write>,
         memories: Vec<NewMemory>,
         ids: Option<Vec<String>>,
-    ) -> Result<Vec<Arc<MemoryRecord>>> {
+        ahead: u64,
+    ) -> Result<Embedded> {
         let (agent, collection) = (access.agent(), access.collection());
         self.quotas
             .admit(
                 &agent.tenant_id,
-                memvault_types::tiers::Growth::Memories(memories.len() as u64),
+                memvault_types::tiers::Growth::Memories(ahead + memories.len() as u64),
             )
             .await?;
         let model = self
@@ -86,17 +122,13 @@ impl Memories {
             .collection_model(&agent.tenant_id, collection);
         let texts = memories.iter().map(|memory| memory.text.clone()).collect();
         let embeddings = self.embedding.embed_texts(&model, texts).await?;
-        let handle = self
-            .quotas
-            .ensure_collection(&agent.tenant_id, collection)
-            .await?;
         let now = self.tree.now();
         let created_by = CreatedBy {
             id: agent.key_id.clone(),
             label: agent.label.clone(),
         };
         let mut ids = ids.map(Vec::into_iter);
-        let stored = memories
+        let memories = memories
             .into_iter()
             .zip(embeddings)
             .map(|(memory, embedding)| {
@@ -124,13 +156,49 @@ impl Memories {
                 }
             })
             .collect();
-        self.tree
-            .call_collection(&handle, |reply| CollectionMessage::Insert {
-                memories: stored,
-                model,
-                reply,
-            })
-            .await
+        Ok(Embedded { memories, model })
+    }
+
+    /// The second stage: the embedded memories persisted in one actor call (one atomic
+    /// store write), the collection created when missing. When the collection switched
+    /// models since they were embedded, they are embedded again (up to twice).
+    async fn store(
+        &self,
+        access: &CollectionAccess<Write>,
+        embedded: Embedded,
+    ) -> Result<Vec<Arc<MemoryRecord>>> {
+        let (tenant, collection) = (access.tenant(), access.collection());
+        let mut embedded = embedded;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let handle = self.quotas.ensure_collection(tenant, collection).await?;
+            let Embedded { memories, model } = embedded;
+            let records: Vec<MemoryRecord> =
+                memories.iter().map(|memory| memory.record.clone()).collect();
+            match self
+                .tree
+                .call_collection(&handle, |reply| CollectionMessage::Insert {
+                    memories,
+                    model,
+                    reply,
+                })
+                .await
+            {
+                Err(Error::EmbeddingSwitched { .. }) if attempt < 3 => {
+                    let model = self.embedding.collection_model(tenant, collection);
+                    let texts = records.iter().map(|record| record.text.clone()).collect();
+                    let embeddings = self.embedding.embed_texts(&model, texts).await?;
+                    let memories = records
+                        .into_iter()
+                        .zip(embeddings)
+                        .map(|(record, embedding)| StoredMemory { record, embedding })
+                        .collect();
+                    embedded = Embedded { memories, model };
+                }
+                result => return result,
+            }
+        }
     }
 
     pub fn get(&self, access: &CollectionAccess<Read>, id: &str) -> Result<Arc<MemoryRecord>> {

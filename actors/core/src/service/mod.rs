@@ -620,7 +620,7 @@ impl Memvault {
         let imports = memvault_portability::ImportJobs::new(
             store.clone(),
             Arc::new(portability.clone()),
-            portability::IMPORT_BATCH,
+            portability::IMPORT_RANGE,
         );
         run_queue(&import, imports, 1, "the import queue").await?;
 

@@ -27,6 +27,11 @@ use crate::service::{CollectionAccess, Write};
 /// Memories embedded and stored per call during an import.
 pub const IMPORT_BATCH: usize = 256;
 
+/// Items an import job stores between two saves of its cursor: several batches, so that
+/// the job embeds one batch while it stores the one before (see
+/// [`Memories::create_batches`]).
+pub const IMPORT_RANGE: usize = 4 * IMPORT_BATCH;
+
 /// What an export holds: published snapshots, so the stream reads a consistent account
 /// without holding a copy of it.
 pub struct AccountExport {
@@ -118,9 +123,7 @@ impl Portability {
         }
         let mut imported = 0;
         for (name, items) in by_collection {
-            for batch in items.chunks(IMPORT_BATCH) {
-                imported += self.store_batch(&accesses[&name], batch, None).await?;
-            }
+            imported += self.store_items(&accesses[&name], &items, None).await?;
         }
         Ok(ImportOutcome {
             imported,
@@ -232,31 +235,38 @@ impl Portability {
         Ok(())
     }
 
-    /// Stores one batch of one collection (embedded at once), with `ids` when given, and
-    /// sets the pinned and archived flags; how many were stored.
-    async fn store_batch(
+    /// Stores items of one collection in batches of [`IMPORT_BATCH`], each embedded at
+    /// once and the next embedded while one is stored, with `ids` when given (one per
+    /// item), then sets the pinned and archived flags; how many were stored.
+    async fn store_items(
         &self,
         access: &CollectionAccess<Write>,
-        batch: &[ImportedMemory],
+        items: &[ImportedMemory],
         ids: Option<Vec<String>>,
     ) -> Result<usize> {
-        let created = self
-            .memories
-            .create_as(
-                access,
-                batch.iter().map(|item| item.memory.clone()).collect(),
-                ids,
-            )
-            .await?;
-        for (record, item) in created.iter().zip(batch) {
+        let mut ids = ids.map(Vec::into_iter);
+        let batches = items
+            .chunks(IMPORT_BATCH)
+            .map(|batch| {
+                let memories = batch.iter().map(|item| item.memory.clone()).collect();
+                let ids = ids
+                    .as_mut()
+                    .map(|ids| ids.by_ref().take(batch.len()).collect());
+                (memories, ids)
+            })
+            .collect();
+        let created = self.memories.create_batches(access, batches).await?;
+        let mut stored = 0;
+        for (record, item) in created.iter().flatten().zip(items) {
             if item.pinned {
                 self.memories.set_pinned(access, &record.id, true).await?;
             }
             if item.archived {
                 self.memories.set_archived(access, &record.id, true).await?;
             }
+            stored += 1;
         }
-        Ok(created.len())
+        Ok(stored)
     }
 }
 
@@ -357,7 +367,7 @@ impl Portability {
             let (ids, batch): (Vec<String>, Vec<ImportedMemory>) =
                 fresh[start..end].iter().cloned().unzip();
             portability
-                .store_batch(&accesses[&collection], &batch, Some(ids))
+                .store_items(&accesses[&collection], &batch, Some(ids))
                 .await?;
             start = end;
         }
