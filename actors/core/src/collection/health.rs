@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 use memvault_storage::MemoryRecord;
 
-use super::state::CollectionSnapshot;
+use super::state::{CollectionSnapshot, SharedId};
 
 const SECONDS_PER_DAY: i64 = 86_400;
 
@@ -23,10 +23,10 @@ pub struct HealthCounters {
     /// Category → count of memories not superseded.
     categories: imbl::OrdMap<String, u64>,
     /// (expires_at, id) of memories neither superseded nor archived that have an expiry.
-    expiring: imbl::OrdSet<(DateTime<Utc>, String)>,
+    expiring: imbl::OrdSet<(DateTime<Utc>, SharedId)>,
     /// (updated_at, id) of memories that can go stale: not superseded, not archived, not
     /// pinned. Archive-stale picks from here.
-    touched: imbl::OrdSet<(DateTime<Utc>, String)>,
+    touched: imbl::OrdSet<(DateTime<Utc>, SharedId)>,
     /// Day number → how many `touched` entries fall on it, so counting the entries older
     /// than a cutoff walks days, not memories.
     touched_days: imbl::OrdMap<i64, u64>,
@@ -91,16 +91,16 @@ fn adjust(count: &mut u64, up: bool) {
 }
 
 impl HealthCounters {
-    pub(super) fn add(&mut self, memory: &MemoryRecord) {
-        self.apply(memory, true);
+    pub(super) fn add(&mut self, memory: &MemoryRecord, id: &SharedId) {
+        self.apply(memory, id, true);
     }
 
     /// Exactly undoes `add` of the same record.
-    pub(super) fn remove(&mut self, memory: &MemoryRecord) {
-        self.apply(memory, false);
+    pub(super) fn remove(&mut self, memory: &MemoryRecord, id: &SharedId) {
+        self.apply(memory, id, false);
     }
 
-    fn apply(&mut self, memory: &MemoryRecord, add: bool) {
+    fn apply(&mut self, memory: &MemoryRecord, id: &SharedId, add: bool) {
         if memory.pinned {
             adjust(&mut self.pinned, add);
         }
@@ -117,7 +117,7 @@ impl HealthCounters {
             return;
         }
         if let Some(expiry) = memory.expires_at {
-            let entry = (expiry, memory.id.clone());
+            let entry = (expiry, id.clone());
             if add {
                 self.expiring.insert(entry);
             } else {
@@ -125,7 +125,7 @@ impl HealthCounters {
             }
         }
         if can_go_stale(memory) {
-            let entry = (memory.updated_at, memory.id.clone());
+            let entry = (memory.updated_at, id.clone());
             let day = self
                 .touched_days
                 .entry(day_of(memory.updated_at))
@@ -149,7 +149,7 @@ impl HealthCounters {
         let day_start = DateTime::<Utc>::from_timestamp(day * SECONDS_PER_DAY, 0).unwrap_or(cutoff);
         let same_day = self
             .touched
-            .range((day_start, String::new())..(cutoff, String::new()))
+            .range((day_start, SharedId::from(""))..(cutoff, SharedId::from("")))
             .count() as u64;
         whole_days + same_day
     }
@@ -219,11 +219,11 @@ impl CollectionSnapshot {
 
     /// Ids of the memories archive-stale takes: not superseded, archived or pinned, and
     /// last updated before `cutoff`; oldest first.
-    pub fn stale_ids(&self, cutoff: DateTime<Utc>) -> impl Iterator<Item = &String> + '_ {
+    pub fn stale_ids(&self, cutoff: DateTime<Utc>) -> impl Iterator<Item = &str> + '_ {
         self.health
             .touched
-            .range(..(cutoff, String::new()))
-            .map(|(_, id)| id)
+            .range(..(cutoff, SharedId::from("")))
+            .map(|(_, id)| &**id)
     }
 }
 
@@ -396,7 +396,7 @@ mod tests {
             prop_assert_eq!(&actual, &expected);
             prop_assert_eq!(actual.current + actual.archived + actual.expired + actual.suspended + actual.supersessions, actual.total);
             let cutoff = stale_cutoff(now, stale_days);
-            let mut stale_ids: Vec<&String> = snapshot.stale_ids(cutoff).collect();
+            let mut stale_ids: Vec<&str> = snapshot.stale_ids(cutoff).collect();
             let mut brute: Vec<&String> = memories
                 .iter()
                 .filter(|m| can_go_stale(m) && m.updated_at < cutoff)

@@ -133,7 +133,12 @@ pub(super) async fn archive_stale(
     dry_run: bool,
     max: usize,
 ) -> Result<Vec<String>> {
-    let ids: Vec<String> = state.current.stale_ids(cutoff).take(max).cloned().collect();
+    let ids: Vec<String> = state
+        .current
+        .stale_ids(cutoff)
+        .take(max)
+        .map(str::to_owned)
+        .collect();
     if dry_run || ids.is_empty() {
         return Ok(ids);
     }

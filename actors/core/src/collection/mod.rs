@@ -102,7 +102,7 @@ impl CollectionState {
     /// Puts a memory that is durably written into the working snapshot and queues its
     /// event: `memory.created` for an id new to the collection, else `memory.updated`.
     fn put_current(&mut self, record: Arc<MemoryRecord>) {
-        let kind = if self.current.memories.contains_key(&record.id) {
+        let kind = if self.current.memories.contains_key(record.id.as_str()) {
             MemoryEventKind::Updated
         } else {
             MemoryEventKind::Created
@@ -321,44 +321,60 @@ impl Actor for CollectionActor {
             args.handle.tenant.clone(),
             args.handle.name.clone(),
         );
-        let (indexes, stored) = tokio::task::spawn_blocking(move || {
-            let inputs: Vec<IndexInput<'_>> = stored
-                .iter()
-                .map(|memory| IndexInput {
-                    key: memory.index_key,
-                    text: &memory.text,
-                    embedding: None,
-                })
-                .collect();
-            let fetch = |positions: &[usize]| -> Result<Vec<Vec<f32>>, String> {
-                let ids: Vec<&str> = positions
-                    .iter()
-                    .map(|position| stored[*position].id.as_str())
-                    .collect();
-                let embeddings = store
-                    .embeddings(&tenant, &name, &ids)
-                    .map_err(|error| error.to_string())?;
-                ids.iter()
-                    .zip(embeddings)
-                    .map(|(id, embedding)| {
-                        embedding.ok_or_else(|| format!("memory {id} has no stored embedding"))
-                    })
-                    .collect()
+        let version = args.handle.snapshot.load().version;
+        // The snapshot's maps are built on one thread while the indexes are opened on
+        // another: at a million memories each takes seconds.
+        let (indexes, current) = tokio::task::spawn_blocking(move || {
+            let stored: Vec<Arc<MemoryRecord>> = stored.into_iter().map(Arc::new).collect();
+            let build = || {
+                let mut current = CollectionSnapshot {
+                    version,
+                    ..CollectionSnapshot::default()
+                };
+                for memory in &stored {
+                    current.insert(memory.clone());
+                }
+                current
             };
-            let indexes = indexing.open_with(&tenant, &name, &model, &inputs, &fetch);
-            drop(inputs);
-            (indexes, stored)
+            let open = || {
+                let inputs: Vec<IndexInput<'_>> = stored
+                    .iter()
+                    .map(|memory| IndexInput {
+                        key: memory.index_key,
+                        text: &memory.text,
+                        embedding: None,
+                    })
+                    .collect();
+                let fetch = |positions: &[usize]| -> Result<Vec<Vec<f32>>, String> {
+                    let ids: Vec<&str> = positions
+                        .iter()
+                        .map(|position| stored[*position].id.as_str())
+                        .collect();
+                    let embeddings = store
+                        .embeddings(&tenant, &name, &ids)
+                        .map_err(|error| error.to_string())?;
+                    ids.iter()
+                        .zip(embeddings)
+                        .map(|(id, embedding)| {
+                            embedding.ok_or_else(|| format!("memory {id} has no stored embedding"))
+                        })
+                        .collect()
+                };
+                indexing.open_with(&tenant, &name, &model, &inputs, &fetch)
+            };
+            std::thread::scope(|scope| {
+                let built = scope.spawn(build);
+                let indexes = open();
+                let current = match built.join() {
+                    Ok(current) => current,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                };
+                (indexes, current)
+            })
         })
         .await?;
         let indexes = Arc::new(indexes?);
         let highest_key = highest_key.max(indexes.highest_key());
-        let mut current = CollectionSnapshot {
-            version: args.handle.snapshot.load().version,
-            ..CollectionSnapshot::default()
-        };
-        for memory in stored {
-            current.insert(Arc::new(memory));
-        }
         tracing::debug!(
             tenant = %args.handle.tenant,
             collection = %args.handle.name,
@@ -677,7 +693,7 @@ async fn update(
 }
 
 async fn delete(state: &mut CollectionState, id: String) -> Result<()> {
-    if !state.current.memories.contains_key(&id) {
+    if !state.current.memories.contains_key(id.as_str()) {
         return Err(state.not_found(&id));
     }
     let (store, tenant, name, key) = (
@@ -916,7 +932,7 @@ async fn remember(
                 } => state
                     .current
                     .memories
-                    .get(id)
+                    .get(id.as_str())
                     .map(|memory| memory.text.clone())
                     .unwrap_or_else(|| fact.text.clone()),
                 _ => fact.text.clone(),

@@ -473,7 +473,7 @@ mod tests {
         let mut stored: HashMap<String, MemoryRecord> = stored_targets(decisions)
             .into_iter()
             .map(|id| {
-                let record = (**snapshot.memories.get(&id).unwrap()).clone();
+                let record = (**snapshot.memories.get(id.as_str()).unwrap()).clone();
                 (id, record)
             })
             .collect();

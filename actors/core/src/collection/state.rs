@@ -16,14 +16,21 @@ use memvault_index::CollectionIndexes;
 
 /// Listing order: pinned first, then newest first; the id breaks ties so the order is
 /// total and stable between pages.
-pub type ListKey = (Reverse<bool>, Reverse<DateTime<Utc>>, Reverse<String>);
+/// A memory's id as the snapshot's maps hold it: one allocation per memory, shared by
+/// every map that names the memory (a `String` in each cost one allocation per map; at a
+/// million memories that was about 200 MiB).
+pub type SharedId = Arc<str>;
 
-pub fn list_key(memory: &MemoryRecord) -> ListKey {
-    (
-        Reverse(memory.pinned),
-        Reverse(memory.created_at),
-        Reverse(memory.id.clone()),
-    )
+/// Where a memory is in the listing: pinned first, then newest first, then by id.
+pub type ListKey = (Reverse<bool>, Reverse<DateTime<Utc>>, Reverse<SharedId>);
+
+pub fn list_key(memory: &MemoryRecord, id: SharedId) -> ListKey {
+    (Reverse(memory.pinned), Reverse(memory.created_at), Reverse(id))
+}
+
+/// The least id, to start a range over (value, id) pairs at a value.
+fn least_id() -> SharedId {
+    SharedId::from("")
 }
 
 /// An immutable view of a collection's memories. The actor publishes a new one after
@@ -32,36 +39,37 @@ pub fn list_key(memory: &MemoryRecord) -> ListKey {
 #[derive(Clone, Default)]
 pub struct CollectionSnapshot {
     /// Memory by id, for gets.
-    pub memories: imbl::HashMap<String, Arc<MemoryRecord>>,
-    /// Ids in listing order, so a page is a walk, not a sort.
-    pub order: imbl::OrdMap<ListKey, String>,
+    pub memories: imbl::HashMap<SharedId, Arc<MemoryRecord>>,
+    /// Memories in listing order (the key ends with the id), so a page is a walk, not a
+    /// sort.
+    pub order: imbl::OrdSet<ListKey>,
     /// Index key to memory, for search candidates; only current keys are here, so a stale
     /// key left in an index never resolves.
     pub keys: imbl::HashMap<u64, Arc<MemoryRecord>>,
     /// Slot → (created_at, id) of the memories on it not superseded: its value, and any
     /// time-bound values over it that set it aside for a while (they may have expired;
     /// readers check).
-    pub slots: imbl::HashMap<String, imbl::OrdSet<(DateTime<Utc>, String)>>,
+    pub slots: imbl::HashMap<String, imbl::OrdSet<(DateTime<Utc>, SharedId)>>,
     /// Slot → (created_at, id) of every memory that ever held it, superseded ones
     /// included: the slot's history.
-    pub slot_history: imbl::HashMap<String, imbl::OrdSet<(DateTime<Utc>, String)>>,
+    pub slot_history: imbl::HashMap<String, imbl::OrdSet<(DateTime<Utc>, SharedId)>>,
     /// (until, id) of every set-aside of a memory not superseded: who is set aside now,
     /// for contradictions and health.
-    pub set_aside: imbl::OrdSet<(DateTime<Utc>, String)>,
+    pub set_aside: imbl::OrdSet<(DateTime<Utc>, SharedId)>,
     /// (when, id) of every moment a memory's truth changes by itself (an expiry, the end
     /// of a set-aside): an answer computed before the next one stays right until then.
-    pub boundaries: imbl::OrdSet<(DateTime<Utc>, String)>,
+    pub boundaries: imbl::OrdSet<(DateTime<Utc>, SharedId)>,
     /// (fingerprint of the normalized text, id) of every memory not superseded, to find
     /// an identical fact without a scan.
-    pub fingerprints: imbl::OrdSet<(u64, String)>,
+    pub fingerprints: imbl::OrdSet<(u64, SharedId)>,
     /// (when, id) of every superseded memory, for contradictions newest first.
-    pub superseded: imbl::OrdSet<(DateTime<Utc>, String)>,
+    pub superseded: imbl::OrdSet<(DateTime<Utc>, SharedId)>,
     /// (the metadata `sha256` of the file a memory was read from, id): the same file
     /// dropped again is found without a scan.
-    pub file_digests: imbl::OrdSet<(String, String)>,
+    pub file_digests: imbl::OrdSet<(String, SharedId)>,
     /// (the metadata `file_id` of the file a memory was read from, id): a file's
     /// memories.
-    pub file_memories: imbl::OrdSet<(String, String)>,
+    pub file_memories: imbl::OrdSet<(String, SharedId)>,
     /// Counters and time indexes behind the collection's health; see `health.rs`.
     pub health: HealthCounters,
     /// Bumped on every write; caches keyed by it go stale when the collection changes.
@@ -117,12 +125,13 @@ impl CollectionSnapshot {
     }
 
     pub fn insert(&mut self, memory: Arc<MemoryRecord>) {
-        if let Some(previous) = self.memories.get(&memory.id).cloned() {
+        if let Some(previous) = self.memories.get(memory.id.as_str()).cloned() {
             self.unindex(&previous);
         }
-        self.order.insert(list_key(&memory), memory.id.clone());
+        let id = SharedId::from(memory.id.as_str());
+        self.order.insert(list_key(&memory, id.clone()));
         self.keys.insert(memory.index_key, memory.clone());
-        let entry = (memory.created_at, memory.id.clone());
+        let entry = (memory.created_at, id.clone());
         if let Some(slot) = &memory.slot {
             self.slot_history
                 .entry(slot.clone())
@@ -130,7 +139,7 @@ impl CollectionSnapshot {
                 .insert(entry.clone());
         }
         for at in time_boundaries(&memory) {
-            self.boundaries.insert((at, memory.id.clone()));
+            self.boundaries.insert((at, id.clone()));
         }
         match (&memory.superseded_by, memory.superseded_at) {
             (None, _) => {
@@ -138,21 +147,21 @@ impl CollectionSnapshot {
                     self.slots.entry(slot.clone()).or_default().insert(entry);
                 }
                 for suspension in &memory.suspensions {
-                    self.set_aside.insert((suspension.until, memory.id.clone()));
+                    self.set_aside.insert((suspension.until, id.clone()));
                 }
                 self.fingerprints
-                    .insert((text_fingerprint(&memory.text), memory.id.clone()));
+                    .insert((text_fingerprint(&memory.text), id.clone()));
             }
             (Some(_), at) => {
                 let at = at.unwrap_or(memory.updated_at);
-                self.superseded.insert((at, memory.id.clone()));
+                self.superseded.insert((at, id.clone()));
             }
         }
         for (index, value) in self.file_entries(&memory) {
-            index.insert((value, memory.id.clone()));
+            index.insert((value, id.clone()));
         }
-        self.health.add(&memory);
-        self.memories.insert(memory.id.clone(), memory);
+        self.health.add(&memory, &id);
+        self.memories.insert(id, memory);
     }
 
     pub fn remove(&mut self, id: &str) -> Option<Arc<MemoryRecord>> {
@@ -163,10 +172,11 @@ impl CollectionSnapshot {
 
     /// Drops every secondary entry of a memory that is being replaced or removed.
     fn unindex(&mut self, memory: &MemoryRecord) {
-        self.order.remove(&list_key(memory));
+        let id = SharedId::from(memory.id.as_str());
+        self.order.remove(&list_key(memory, id.clone()));
         self.keys.remove(&memory.index_key);
         if let Some(slot) = &memory.slot {
-            let entry = (memory.created_at, memory.id.clone());
+            let entry = (memory.created_at, id.clone());
             for index in [&mut self.slots, &mut self.slot_history] {
                 if let Some(members) = index.get_mut(slot) {
                     members.remove(&entry);
@@ -177,27 +187,26 @@ impl CollectionSnapshot {
             }
         }
         for at in time_boundaries(memory) {
-            self.boundaries.remove(&(at, memory.id.clone()));
+            self.boundaries.remove(&(at, id.clone()));
         }
         for suspension in &memory.suspensions {
-            self.set_aside
-                .remove(&(suspension.until, memory.id.clone()));
+            self.set_aside.remove(&(suspension.until, id.clone()));
         }
         self.fingerprints
-            .remove(&(text_fingerprint(&memory.text), memory.id.clone()));
+            .remove(&(text_fingerprint(&memory.text), id.clone()));
         let at = memory.superseded_at.unwrap_or(memory.updated_at);
-        self.superseded.remove(&(at, memory.id.clone()));
+        self.superseded.remove(&(at, id.clone()));
         for (index, value) in self.file_entries(memory) {
-            index.remove(&(value, memory.id.clone()));
+            index.remove(&(value, id.clone()));
         }
-        self.health.remove(memory);
+        self.health.remove(memory, &id);
     }
 
     /// The file indexes a memory belongs in, with its value in each.
     fn file_entries(
         &mut self,
         memory: &MemoryRecord,
-    ) -> Vec<(&mut imbl::OrdSet<(String, String)>, String)> {
+    ) -> Vec<(&mut imbl::OrdSet<(String, SharedId)>, String)> {
         let value = |key: &str| {
             memory
                 .metadata
@@ -228,11 +237,11 @@ impl CollectionSnapshot {
 
     fn indexed(
         &self,
-        index: &imbl::OrdSet<(String, String)>,
+        index: &imbl::OrdSet<(String, SharedId)>,
         value: &str,
     ) -> Vec<Arc<MemoryRecord>> {
         index
-            .range((value.to_owned(), String::new())..)
+            .range((value.to_owned(), least_id())..)
             .take_while(|(found, _)| found == value)
             .filter_map(|(_, id)| self.memories.get(id).cloned())
             .collect()
@@ -258,7 +267,7 @@ impl CollectionSnapshot {
 
     fn members<'s>(
         &'s self,
-        index: &'s imbl::HashMap<String, imbl::OrdSet<(DateTime<Utc>, String)>>,
+        index: &'s imbl::HashMap<String, imbl::OrdSet<(DateTime<Utc>, SharedId)>>,
         slot: &str,
     ) -> impl Iterator<Item = &'s Arc<MemoryRecord>> + 's {
         index
@@ -272,7 +281,7 @@ impl CollectionSnapshot {
     /// expiry or the end of a set-aside), if any.
     pub fn next_boundary(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         self.boundaries
-            .range((now, String::new())..)
+            .range((now, least_id())..)
             .map(|(at, _)| *at)
             .find(|at| *at > now)
     }
@@ -285,7 +294,7 @@ impl CollectionSnapshot {
     ) -> impl Iterator<Item = &Arc<MemoryRecord>> + '_ {
         let mut seen = std::collections::HashSet::new();
         self.set_aside
-            .range((now, String::new())..)
+            .range((now, least_id())..)
             .filter(move |(_, id)| seen.insert(id.clone()))
             .filter_map(|(_, id)| self.memories.get(id))
             .filter(move |memory| {
@@ -300,7 +309,7 @@ impl CollectionSnapshot {
         let fingerprint = text_fingerprint(text);
         let wanted = memvault_extract::normalize_value(text);
         self.fingerprints
-            .range((fingerprint, String::new())..)
+            .range((fingerprint, least_id())..)
             .take_while(move |(found, _)| *found == fingerprint)
             .filter_map(|(_, id)| self.memories.get(id))
             .filter(move |memory| memvault_extract::normalize_value(&memory.text) == wanted)
@@ -319,8 +328,8 @@ impl CollectionSnapshot {
         include_archived: bool,
     ) -> Vec<Arc<MemoryRecord>> {
         self.order
-            .values()
-            .filter_map(|id| self.memories.get(id))
+            .iter()
+            .filter_map(|(_, _, Reverse(id))| self.memories.get(id))
             .filter(|memory| include_archived || !memory.archived)
             .skip(offset)
             .take(limit)

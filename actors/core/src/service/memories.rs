@@ -244,7 +244,7 @@ impl Memories {
         mut visit: impl FnMut(&Arc<MemoryRecord>) -> bool,
     ) -> Result<()> {
         let snapshot = self.tree.collection_snapshot(access)?;
-        for id in snapshot.order.values() {
+        for (_, _, std::cmp::Reverse(id)) in snapshot.order.iter() {
             if let Some(memory) = snapshot.memories.get(id) {
                 if !visit(memory) {
                     break;
@@ -263,7 +263,7 @@ impl Memories {
         mut visit: impl FnMut(bool, DateTime<Utc>) -> bool,
     ) -> Result<()> {
         let snapshot = self.tree.collection_snapshot(access)?;
-        for (pinned, created_at, _) in snapshot.order.keys() {
+        for (pinned, created_at, _) in snapshot.order.iter() {
             if !visit(pinned.0, created_at.0) {
                 break;
             }

@@ -62,7 +62,7 @@ impl Contradiction {
         now: DateTime<Utc>,
     ) -> Option<Self> {
         let suspension = memory.suspension_at(now)?;
-        let current = snapshot.memories.get(&suspension.by)?.clone();
+        let current = snapshot.memories.get(suspension.by.as_str())?.clone();
         Some(Contradiction {
             since: Some(suspension.from),
             until: Some(suspension.until),

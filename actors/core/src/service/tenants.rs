@@ -255,7 +255,7 @@ impl Tenants {
             stats.memories += collection.memories.len();
             // The listing order (pinned first, then newest first) ends the count at the
             // first unpinned memory older than a month, without reading any record.
-            for (pinned, created_at, _) in collection.order.keys() {
+            for (pinned, created_at, _) in collection.order.iter() {
                 if !pinned.0 && created_at.0 < month_ago {
                     break;
                 }
