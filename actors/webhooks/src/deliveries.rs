@@ -297,7 +297,7 @@ pub async fn record_events(
     queue: JobQueue<WebhookDeliveries>,
 ) {
     while let Some(event) = events.recv().await {
-        if current_webhook(&tenants, &event.tenant).is_none() {
+        if !has_webhook(&tenants, &store, &event.tenant).await {
             continue;
         }
         let id = format!("dlv_{}", uuid::Uuid::now_v7().simple());
@@ -329,26 +329,52 @@ pub async fn record_events(
     }
 }
 
+/// Whether an event of `tenant` is recorded: it has a webhook. A tenant this node has let
+/// go of since the write (several nodes: its lease was lost while the event waited here)
+/// is asked of the store, so the event of a durable write is not dropped because another
+/// node serves the tenant now; that node sends it (its queue rescans the outbox).
+async fn has_webhook(
+    tenants: &Arc<dyn WebhookDirectory>,
+    store: &Arc<dyn Store>,
+    tenant: &TenantId,
+) -> bool {
+    if current_webhook(tenants, tenant).is_some() {
+        return true;
+    }
+    if tenants.serves(tenant) {
+        return false;
+    }
+    let (store, owner) = (store.clone(), tenant.clone());
+    match patiently(move || store.tenant_settings(&owner)).await {
+        Ok(settings) => settings.webhook.is_some(),
+        Err(error) => {
+            tracing::error!(%tenant, %error, "webhook event dropped: the tenant's settings could not be read");
+            false
+        }
+    }
+}
+
 /// How long an outbox write waits for the database (restarting, a connection cut) before
 /// it is given up; the work behind it waits meanwhile.
 const PATIENCE: Duration = Duration::from_secs(120);
 
-/// Runs an outbox write, again after a failure (waits doubling from 50 ms, at most 5 s
-/// apart) until [`PATIENCE`] has passed: an event whose memory write is durable would be
-/// lost, and a delivery sent but not removed would be sent twice.
-async fn patiently(
-    write: impl Fn() -> Result<(), memvault_storage::StorageError> + Send + Sync + 'static,
-) -> Result<(), String> {
-    let write = Arc::new(write);
+/// Runs an outbox write (or the read an event's recording needs), again after a failure
+/// (waits doubling from 50 ms, at most 5 s apart) until [`PATIENCE`] has passed: an event
+/// whose memory write is durable would be lost, and a delivery sent but not removed would
+/// be sent twice.
+async fn patiently<T: Send + 'static>(
+    call: impl Fn() -> Result<T, memvault_storage::StorageError> + Send + Sync + 'static,
+) -> Result<T, String> {
+    let call = Arc::new(call);
     let started = std::time::Instant::now();
     let mut wait = Duration::from_millis(50);
     loop {
-        let attempt = write.clone();
+        let attempt = call.clone();
         match blocking(move || attempt()).await {
-            Ok(()) => return Ok(()),
+            Ok(value) => return Ok(value),
             Err(error) if started.elapsed() >= PATIENCE => return Err(error.to_string()),
             Err(error) => {
-                tracing::warn!(%error, "outbox write failed; retrying");
+                tracing::warn!(%error, "outbox store call failed; retrying");
                 tokio::time::sleep(wait).await;
                 wait = (wait * 2).min(Duration::from_secs(5));
             }
