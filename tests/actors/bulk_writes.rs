@@ -54,9 +54,14 @@ fn batches(sizes: &[usize]) -> Vec<(Vec<NewMemory>, Option<Vec<String>>)> {
         .iter()
         .enumerate()
         .map(|(batch, &size)| {
-            let texts: Vec<String> = (0..size).map(|n| format!("batch {batch} item {n}")).collect();
+            let texts: Vec<String> = (0..size)
+                .map(|n| format!("batch {batch} item {n}"))
+                .collect();
             let ids = (0..size).map(|n| format!("b{batch}-{n}")).collect();
-            (texts.iter().map(|text| new_memory(text)).collect(), Some(ids))
+            (
+                texts.iter().map(|text| new_memory(text)).collect(),
+                Some(ids),
+            )
         })
         .collect()
 }

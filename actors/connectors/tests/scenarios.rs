@@ -565,7 +565,11 @@ async fn a_capped_run_fetches_no_page_past_its_cap() {
         .await
         .expect("a capped run");
     assert!(!report.complete);
-    assert_eq!(listings(&h), 1, "the page past the cap is not fetched ahead");
+    assert_eq!(
+        listings(&h),
+        1,
+        "the page past the cap is not fetched ahead"
+    );
     let report = h
         .sync_with(RunLimits { max_pages: Some(2) })
         .await
@@ -577,7 +581,10 @@ async fn a_capped_run_fetches_no_page_past_its_cap() {
          second was stored"
     );
     assert!(report.complete, "{report:?}");
-    assert_eq!(report.synced, 5, "the resumed run counts from its checkpoint: {report:?}");
+    assert_eq!(
+        report.synced, 5,
+        "the resumed run counts from its checkpoint: {report:?}"
+    );
 }
 
 #[tokio::test]

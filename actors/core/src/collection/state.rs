@@ -25,7 +25,11 @@ pub type SharedId = Arc<str>;
 pub type ListKey = (Reverse<bool>, Reverse<DateTime<Utc>>, Reverse<SharedId>);
 
 pub fn list_key(memory: &MemoryRecord, id: SharedId) -> ListKey {
-    (Reverse(memory.pinned), Reverse(memory.created_at), Reverse(id))
+    (
+        Reverse(memory.pinned),
+        Reverse(memory.created_at),
+        Reverse(id),
+    )
 }
 
 /// The least id, to start a range over (value, id) pairs at a value.

@@ -174,8 +174,10 @@ impl Memories {
             attempt += 1;
             let handle = self.quotas.ensure_collection(tenant, collection).await?;
             let Embedded { memories, model } = embedded;
-            let records: Vec<MemoryRecord> =
-                memories.iter().map(|memory| memory.record.clone()).collect();
+            let records: Vec<MemoryRecord> = memories
+                .iter()
+                .map(|memory| memory.record.clone())
+                .collect();
             match self
                 .tree
                 .call_collection(&handle, |reply| CollectionMessage::Insert {
