@@ -409,6 +409,16 @@ impl MemoryStore for RoutedStore {
     ) -> Result<Vec<MemoryRecord>> {
         self.data(tenant, |store| store.memory_records(tenant, collection))
     }
+    fn visit_memory_records(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        visit: &mut dyn FnMut(MemoryRecord),
+    ) -> Result<()> {
+        self.data(tenant, |store| {
+            store.visit_memory_records(tenant, collection, visit)
+        })
+    }
     fn embeddings(
         &self,
         tenant: &TenantId,

@@ -945,6 +945,19 @@ impl MemoryStore for SledStore {
             .collect()
     }
 
+    fn visit_memory_records(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        visit: &mut dyn FnMut(MemoryRecord),
+    ) -> Result<()> {
+        for entry in self.data.scan_prefix(memories_prefix(tenant, collection)) {
+            let (key, value) = entry?;
+            visit(decode_memory_record(&key, &value)?);
+        }
+        Ok(())
+    }
+
     fn embeddings(
         &self,
         tenant: &TenantId,

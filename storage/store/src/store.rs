@@ -99,6 +99,20 @@ pub trait MemoryStore: Send + Sync + 'static {
             .map(|memory| memory.record)
             .collect())
     }
+    /// [`Self::memory_records`] handed to `visit` one at a time as they are read, so that
+    /// the caller can work on the first while the rest are read (opening a collection of
+    /// a million memories builds its maps meanwhile). The default reads them all first.
+    fn visit_memory_records(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        visit: &mut dyn FnMut(MemoryRecord),
+    ) -> Result<()> {
+        for record in self.memory_records(tenant, collection)? {
+            visit(record);
+        }
+        Ok(())
+    }
     /// The embeddings of the collection's memories `ids`, in that order; `None` for an id
     /// not stored.
     fn embeddings(

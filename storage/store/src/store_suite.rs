@@ -249,8 +249,8 @@ pub fn memories_round_trip_with_embeddings(store: &dyn Store) {
     );
 }
 
-/// `memory_records` reads one collection's records (not another's whose name starts
-/// the same) without their embeddings; `embeddings` reads those of the ids asked, in
+/// `memory_records` (and `visit_memory_records`) reads one collection's records (not
+/// another's whose name starts the same) without their embeddings; `embeddings` reads those of the ids asked, in
 /// their order, `None` for an id not stored there.
 pub fn records_and_embeddings_read_apart(store: &dyn Store) {
     let tenant = sample_tenant("apart");
@@ -271,6 +271,14 @@ pub fn records_and_embeddings_read_apart(store: &dyn Store) {
     let mut records = store.memory_records(&tenant.id, &name("notes")).unwrap();
     records.sort_by(|a, b| a.id.cmp(&b.id));
     assert_eq!(records, vec![first.record.clone(), second.record.clone()]);
+    let mut visited = Vec::new();
+    store
+        .visit_memory_records(&tenant.id, &name("notes"), &mut |record| {
+            visited.push(record)
+        })
+        .unwrap();
+    visited.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(visited, records, "visiting reads the same records");
     assert_eq!(
         store
             .embeddings(&tenant.id, &name("notes"), &["m2", "absent", "m3", "m1"])

@@ -274,24 +274,49 @@ fn settle<T>(
     Ok(())
 }
 
-/// Gives every memory a unique index key: loaded records keep theirs; a missing (0) or
-/// duplicated key gets a fresh one above all others. Returns the highest key.
-fn assign_missing_keys(stored: &mut [MemoryRecord]) -> u64 {
-    let mut highest = stored
-        .iter()
-        .map(|memory| memory.index_key)
-        .max()
-        .unwrap_or(0);
-    let mut seen = HashSet::with_capacity(stored.len());
-    for memory in stored.iter_mut() {
-        let key = memory.index_key;
+/// A collection's records as its actor starts with them: the snapshot, the records in
+/// the order they were read, and the highest index key.
+struct Loaded {
+    snapshot: CollectionSnapshot,
+    stored: Vec<Arc<MemoryRecord>>,
+    highest_key: u64,
+}
+
+/// Builds the snapshot from the records as they are read. Every memory gets a unique
+/// index key: loaded records keep theirs; a missing (0) or duplicated key gets a fresh one
+/// above all others once every record is read.
+fn build_snapshot(records: std::sync::mpsc::Receiver<MemoryRecord>, version: u64) -> Loaded {
+    let mut snapshot = CollectionSnapshot {
+        version,
+        ..CollectionSnapshot::default()
+    };
+    let mut stored = Vec::new();
+    let mut seen = HashSet::new();
+    let mut unkeyed = Vec::new();
+    let mut highest_key = 0;
+    for record in records {
+        let key = record.index_key;
         if key == 0 || !seen.insert(key) {
-            highest += 1;
-            memory.index_key = highest;
-            seen.insert(highest);
+            unkeyed.push(record);
+            continue;
         }
+        highest_key = highest_key.max(key);
+        let record = Arc::new(record);
+        snapshot.insert(record.clone());
+        stored.push(record);
     }
-    highest
+    for mut record in unkeyed {
+        highest_key += 1;
+        record.index_key = highest_key;
+        let record = Arc::new(record);
+        snapshot.insert(record.clone());
+        stored.push(record);
+    }
+    Loaded {
+        snapshot,
+        stored,
+        highest_key,
+    }
 }
 
 impl Actor for CollectionActor {
@@ -310,33 +335,31 @@ impl Actor for CollectionActor {
             args.handle.tenant.clone(),
             args.handle.name.clone(),
         );
-        // Records only: the embeddings are read just for the vectors the saved index
-        // lacks (all of them only when it is rebuilt), never all held at once.
-        let mut stored = blocking(move || store.memory_records(&tenant, &name)).await?;
-        let highest_key = assign_missing_keys(&mut stored);
         let model = (**args.handle.embedding.load()).clone();
-        let (indexing, store, tenant, name) = (
-            args.indexing.clone(),
-            args.store.clone(),
-            args.handle.tenant.clone(),
-            args.handle.name.clone(),
-        );
+        let indexing = args.indexing.clone();
         let version = args.handle.snapshot.load().version;
-        // The snapshot's maps are built on one thread while the indexes are opened on
-        // another: at a million memories each takes seconds.
-        let (indexes, current) = tokio::task::spawn_blocking(move || {
-            let stored: Vec<Arc<MemoryRecord>> = stored.into_iter().map(Arc::new).collect();
-            let build = || {
-                let mut current = CollectionSnapshot {
-                    version,
-                    ..CollectionSnapshot::default()
+        // Records only: the embeddings are read just for the vectors the saved index
+        // lacks (all of them only when it is rebuilt), never all held at once. The
+        // snapshot's maps are built on a second thread while the records are read (at a
+        // million memories each takes seconds), then the indexes are opened.
+        let (scanned, loaded, indexes) = tokio::task::spawn_blocking(move || {
+            let (sender, receiver) = std::sync::mpsc::sync_channel::<MemoryRecord>(4096);
+            std::thread::scope(|scope| {
+                let builder = scope.spawn(move || build_snapshot(receiver, version));
+                let mut send = move |record: MemoryRecord| {
+                    // The builder only stops early by panicking, which is resumed below.
+                    let _ = sender.send(record);
                 };
-                for memory in &stored {
-                    current.insert(memory.clone());
+                let scanned = store.visit_memory_records(&tenant, &name, &mut send);
+                drop(send);
+                let loaded = match builder.join() {
+                    Ok(loaded) => loaded,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                };
+                if scanned.is_err() {
+                    return (scanned, loaded, None);
                 }
-                current
-            };
-            let open = || {
+                let stored = &loaded.stored;
                 let inputs: Vec<IndexInput<'_>> = stored
                     .iter()
                     .map(|memory| IndexInput {
@@ -360,21 +383,19 @@ impl Actor for CollectionActor {
                         })
                         .collect()
                 };
-                indexing.open_with(&tenant, &name, &model, &inputs, &fetch)
-            };
-            std::thread::scope(|scope| {
-                let built = scope.spawn(build);
-                let indexes = open();
-                let current = match built.join() {
-                    Ok(current) => current,
-                    Err(panic) => std::panic::resume_unwind(panic),
-                };
-                (indexes, current)
+                let indexes = indexing.open_with(&tenant, &name, &model, &inputs, &fetch);
+                drop(inputs);
+                (scanned, loaded, Some(indexes))
             })
         })
         .await?;
+        scanned?;
+        let Some(indexes) = indexes else {
+            unreachable!("the indexes are opened whenever the records were read");
+        };
+        let current = loaded.snapshot;
         let indexes = Arc::new(indexes?);
-        let highest_key = highest_key.max(indexes.highest_key());
+        let highest_key = loaded.highest_key.max(indexes.highest_key());
         tracing::debug!(
             tenant = %args.handle.tenant,
             collection = %args.handle.name,
