@@ -11,17 +11,7 @@ use memvault_core::{Agent, Error, ListPage, Memvault, ServiceConfig};
 use memvault_storage::{CollectionName, SledStore};
 use memvault_types::tiers::{TierLimits, Tiers};
 
-fn new_memory(text: &str) -> NewMemory {
-    NewMemory {
-        text: text.to_owned(),
-        importance: 0.5,
-        category: "other".to_owned(),
-        source: "api".to_owned(),
-        metadata: Default::default(),
-        container_tag: None,
-        images: Vec::new(),
-    }
-}
+use crate::support::new_memory;
 
 /// A service on sled whose tenant (tier "free") may hold `limit` memories.
 async fn start(directory: &std::path::Path, limit: Option<u64>) -> (Memvault, Agent) {
@@ -112,10 +102,10 @@ async fn batches_are_stored_in_order_with_their_ids() {
     assert_eq!(stored_ids(&service, &agent, &name).len(), 10);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refused_batch_keeps_the_ones_before_it_and_stores_none_after_it() {
+/// Batches of `sizes` written by a tenant that may hold 10 memories: the error (a tier
+/// refusal) and the ids stored.
+async fn refused_at_ten(sizes: &[usize]) -> Vec<String> {
     let directory = tempfile::tempdir().unwrap();
-    // 4 + 4 fit; the third batch of 4 would pass the 10 the tier allows.
     let (service, agent) = start(directory.path(), Some(10)).await;
     let name = CollectionName::parse("bulk").unwrap();
     let write = service
@@ -124,33 +114,26 @@ async fn a_refused_batch_keeps_the_ones_before_it_and_stores_none_after_it() {
         .unwrap();
     let error = service
         .memories()
-        .create_batches(&write, batches(&[4, 4, 4, 1]))
+        .create_batches(&write, batches(sizes))
         .await
-        .expect_err("the third batch passes the tier");
+        .expect_err("a batch passes the tier");
     assert!(matches!(error, Error::TierLimitReached { .. }), "{error:?}");
+    stored_ids(&service, &agent, &name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_batch_keeps_the_ones_before_it_and_stores_none_after_it() {
+    // 4 + 4 fit; the third batch of 4 would pass the 10 the tier allows.
     let mut expected: Vec<String> = (0..2)
         .flat_map(|batch| (0..4).map(move |n| format!("b{batch}-{n}")))
         .collect();
     expected.sort();
-    assert_eq!(stored_ids(&service, &agent, &name), expected);
+    assert_eq!(refused_at_ten(&[4, 4, 4, 1]).await, expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_batch_being_stored_counts_against_the_tier() {
-    let directory = tempfile::tempdir().unwrap();
     // 6 + 5 would pass 10: the second batch is refused although, when it is admitted, the
     // first may not be stored yet.
-    let (service, agent) = start(directory.path(), Some(10)).await;
-    let name = CollectionName::parse("bulk").unwrap();
-    let write = service
-        .authorizer()
-        .authorize::<Write>(&agent, name.clone())
-        .unwrap();
-    let error = service
-        .memories()
-        .create_batches(&write, batches(&[6, 5]))
-        .await
-        .expect_err("the second batch passes the tier");
-    assert!(matches!(error, Error::TierLimitReached { .. }), "{error:?}");
-    assert_eq!(stored_ids(&service, &agent, &name).len(), 6);
+    assert_eq!(refused_at_ten(&[6, 5]).await.len(), 6);
 }

@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memvault_core::memory::NewMemory;
 use memvault_core::service::{Read, Write};
 use memvault_core::{Agent, Error, ListPage, Memvault, ServiceConfig};
 use memvault_storage::error::Result as StoreResult;
@@ -13,6 +12,8 @@ use memvault_storage::{
     ApiKeyRecord, CollectionName, CollectionRecord, ImportJobRecord, ImportPayload, ImportStore,
     MemoryStore, MetaStore, SledStore, StorageError, StoredMemory, TenantId, TenantRecord,
 };
+
+use crate::support::new_memory;
 
 /// Sled, with memory writes that fail while `failing` is set.
 struct FlakyStore {
@@ -468,18 +469,6 @@ impl memvault_storage::ReembedStore for FlakyStore {
         memories: &[StoredMemory],
     ) -> StoreResult<()> {
         self.inner.swap_embeddings(tenant, collection, memories)
-    }
-}
-
-fn new_memory(text: &str) -> NewMemory {
-    NewMemory {
-        text: text.to_owned(),
-        importance: 0.5,
-        category: "other".to_owned(),
-        source: "api".to_owned(),
-        metadata: Default::default(),
-        container_tag: None,
-        images: Vec::new(),
     }
 }
 

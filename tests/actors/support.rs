@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use memvault_core::embedders::Embedders;
+use memvault_core::memory::NewMemory;
 use memvault_core::service::NewTenant;
 use memvault_embed::{Embedder, EmbeddingError, EmbeddingService};
 
@@ -38,5 +39,18 @@ pub fn tenant() -> NewTenant {
         email: "t@example.com".to_owned(),
         tier: "free".to_owned(),
         admin: false,
+    }
+}
+
+/// A memory of `text` with the API's defaults.
+pub fn new_memory(text: &str) -> NewMemory {
+    NewMemory {
+        text: text.to_owned(),
+        importance: 0.5,
+        category: "other".to_owned(),
+        source: "api".to_owned(),
+        metadata: Default::default(),
+        container_tag: None,
+        images: Vec::new(),
     }
 }
