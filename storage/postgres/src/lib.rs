@@ -213,6 +213,26 @@ fn vector_of(table: &str, bytes: &[u8]) -> Result<Vec<f32>> {
         .collect())
 }
 
+/// Walks a collection's rows in id order, [`MEMORY_PAGE`] per query, handing each row to
+/// `visit` as its page arrives: the client buffers a query's whole result before it
+/// decodes a row, so one query for a large collection would hold it twice.
+fn walk_pages<T>(
+    id_of: impl Fn(&T) -> String,
+    mut page: impl FnMut(Option<&str>) -> Result<Vec<T>>,
+    mut visit: impl FnMut(T),
+) -> Result<()> {
+    let mut after: Option<String> = None;
+    loop {
+        let rows = page(after.as_deref())?;
+        let full = rows.len() == MEMORY_PAGE;
+        after = rows.last().map(&id_of);
+        rows.into_iter().for_each(&mut visit);
+        if !full {
+            return Ok(());
+        }
+    }
+}
+
 /// A `LIMIT` from a `usize`.
 fn limit(count: usize) -> i64 {
     i64::try_from(count).unwrap_or(i64::MAX)
@@ -1074,20 +1094,13 @@ impl MemoryStore for PgStore {
         tenant: &TenantId,
         collection: &CollectionName,
     ) -> Result<Vec<StoredMemory>> {
-        // In pages: the client buffers a query's whole result before it decodes a row,
-        // so one query for a large collection would hold it twice.
         let mut memories = Vec::new();
-        loop {
-            let after = memories
-                .last()
-                .map(|memory: &StoredMemory| memory.record.id.clone());
-            let page = self.memories_page(tenant, collection, after.as_deref(), MEMORY_PAGE)?;
-            let full = page.len() == MEMORY_PAGE;
-            memories.extend(page);
-            if !full {
-                return Ok(memories);
-            }
-        }
+        walk_pages(
+            |memory: &StoredMemory| memory.record.id.clone(),
+            |after| self.memories_page(tenant, collection, after, MEMORY_PAGE),
+            |memory| memories.push(memory),
+        )?;
+        Ok(memories)
     }
 
     fn memory_records(
@@ -1095,36 +1108,45 @@ impl MemoryStore for PgStore {
         tenant: &TenantId,
         collection: &CollectionName,
     ) -> Result<Vec<MemoryRecord>> {
-        // In pages, as `memories`, without the embedding column.
-        let mut records: Vec<MemoryRecord> = Vec::new();
-        loop {
-            let after = records.last().map(|record| record.id.clone());
-            let page = self.block(async {
-                let client = self.client().await?;
-                let rows = client
-                    .query(
-                        "SELECT record FROM memories
-                         WHERE tenant_id = $1 AND collection = $2 AND ($3::text IS NULL OR id > $3)
-                         ORDER BY id LIMIT $4",
-                        &[
-                            &tenant.as_str(),
-                            &collection.as_str(),
-                            &after,
-                            &limit(MEMORY_PAGE),
-                        ],
-                    )
-                    .await
-                    .map_err(pg)?;
-                rows.iter()
-                    .map(|row| decode::<MemoryRecord>("memories", row.get::<_, &[u8]>(0)))
-                    .collect::<Result<Vec<_>>>()
-            })?;
-            let full = page.len() == MEMORY_PAGE;
-            records.extend(page);
-            if !full {
-                return Ok(records);
-            }
-        }
+        let mut records = Vec::new();
+        self.visit_memory_records(tenant, collection, &mut |record| records.push(record))?;
+        Ok(records)
+    }
+
+    fn visit_memory_records(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        visit: &mut dyn FnMut(MemoryRecord),
+    ) -> Result<()> {
+        // As `memories`, without the embedding column.
+        walk_pages(
+            |record: &MemoryRecord| record.id.clone(),
+            |after| {
+                self.block(async {
+                    let client = self.client().await?;
+                    let rows = client
+                        .query(
+                            "SELECT record FROM memories
+                             WHERE tenant_id = $1 AND collection = $2
+                               AND ($3::text IS NULL OR id > $3)
+                             ORDER BY id LIMIT $4",
+                            &[
+                                &tenant.as_str(),
+                                &collection.as_str(),
+                                &after,
+                                &limit(MEMORY_PAGE),
+                            ],
+                        )
+                        .await
+                        .map_err(pg)?;
+                    rows.iter()
+                        .map(|row| decode::<MemoryRecord>("memories", row.get::<_, &[u8]>(0)))
+                        .collect::<Result<Vec<_>>>()
+                })
+            },
+            visit,
+        )
     }
 
     fn embeddings(
@@ -1997,7 +2019,37 @@ impl ConnectorStore for PgStore {
 
 #[cfg(test)]
 mod tests {
-    use super::{split_tls, TlsWish};
+    use super::{split_tls, walk_pages, TlsWish, MEMORY_PAGE};
+
+    #[test]
+    fn pages_are_walked_after_the_last_id_until_one_is_not_full() {
+        let ids: Vec<String> = (0..MEMORY_PAGE * 2 + 7)
+            .map(|n| format!("{n:06}"))
+            .collect();
+        let mut asked = Vec::new();
+        let mut visited = Vec::new();
+        walk_pages(
+            |id: &String| id.clone(),
+            |after| {
+                asked.push(after.map(str::to_owned));
+                let start = after.map_or(0, |after| {
+                    ids.iter().position(|id| id == after).unwrap() + 1
+                });
+                Ok(ids[start..].iter().take(MEMORY_PAGE).cloned().collect())
+            },
+            |id| visited.push(id),
+        )
+        .unwrap();
+        assert_eq!(visited, ids, "every row once, in order");
+        assert_eq!(
+            asked,
+            vec![
+                None,
+                Some(ids[MEMORY_PAGE - 1].clone()),
+                Some(ids[MEMORY_PAGE * 2 - 1].clone())
+            ]
+        );
+    }
 
     #[test]
     fn tls_settings_are_taken_out_of_both_forms() {
