@@ -32,17 +32,12 @@ impl Files {
         access: &CollectionAccess<Write>,
         memories: Vec<NewMemory>,
     ) -> Result<Vec<String>> {
-        let mut memories = memories.into_iter().peekable();
-        let mut writes = Vec::new();
-        while memories.peek().is_some() {
-            writes.push((memories.by_ref().take(CHUNKS_PER_WRITE).collect(), None));
-        }
-        let created = self.parts.memories.create_batches(access, writes).await?;
-        Ok(created
-            .iter()
-            .flatten()
-            .map(|memory| memory.id.clone())
-            .collect())
+        let created = self
+            .parts
+            .memories
+            .create_in_batches(access, memories, None, CHUNKS_PER_WRITE)
+            .await?;
+        Ok(created.iter().map(|memory| memory.id.clone()).collect())
     }
 
     /// Reads a staged file and turns it into memories (not stored).

@@ -1165,16 +1165,8 @@ impl Sink for ConnectionSink {
         }
         if !fresh.is_empty() {
             // Embedded in writes of RECORDS_PER_WRITE, one while the one before is stored.
-            let mut ids = fresh_ids.into_iter();
-            let mut fresh = fresh.into_iter().peekable();
-            let mut writes = Vec::new();
-            while fresh.peek().is_some() {
-                let write: Vec<_> = fresh.by_ref().take(RECORDS_PER_WRITE).collect();
-                let write_ids = ids.by_ref().take(write.len()).collect();
-                writes.push((write, Some(write_ids)));
-            }
             memories
-                .create_batches(&self.access, writes)
+                .create_in_batches(&self.access, fresh, Some(fresh_ids), RECORDS_PER_WRITE)
                 .await
                 .map_err(Failure::from)?;
         }

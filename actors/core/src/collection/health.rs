@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 use memvault_storage::MemoryRecord;
 
-use super::state::{CollectionSnapshot, SharedId};
+use super::state::{least_id, CollectionSnapshot, SharedId};
 
 const SECONDS_PER_DAY: i64 = 86_400;
 
@@ -149,7 +149,7 @@ impl HealthCounters {
         let day_start = DateTime::<Utc>::from_timestamp(day * SECONDS_PER_DAY, 0).unwrap_or(cutoff);
         let same_day = self
             .touched
-            .range((day_start, SharedId::from(""))..(cutoff, SharedId::from("")))
+            .range((day_start, least_id())..(cutoff, least_id()))
             .count() as u64;
         whole_days + same_day
     }
@@ -222,7 +222,7 @@ impl CollectionSnapshot {
     pub fn stale_ids(&self, cutoff: DateTime<Utc>) -> impl Iterator<Item = &str> + '_ {
         self.health
             .touched
-            .range(..(cutoff, SharedId::from("")))
+            .range(..(cutoff, least_id()))
             .map(|(_, id)| &**id)
     }
 }

@@ -342,7 +342,7 @@ impl Actor for CollectionActor {
         // lacks (all of them only when it is rebuilt), never all held at once. The
         // snapshot's maps are built on a second thread while the records are read (at a
         // million memories each takes seconds), then the indexes are opened.
-        let (scanned, loaded, indexes) = tokio::task::spawn_blocking(move || {
+        let (loaded, indexes) = tokio::task::spawn_blocking(move || {
             let (sender, receiver) = std::sync::mpsc::sync_channel::<MemoryRecord>(4096);
             std::thread::scope(|scope| {
                 let builder = scope.spawn(move || build_snapshot(receiver, version));
@@ -356,9 +356,7 @@ impl Actor for CollectionActor {
                     Ok(loaded) => loaded,
                     Err(panic) => std::panic::resume_unwind(panic),
                 };
-                if scanned.is_err() {
-                    return (scanned, loaded, None);
-                }
+                scanned?;
                 let stored = &loaded.stored;
                 let inputs: Vec<IndexInput<'_>> = stored
                     .iter()
@@ -385,14 +383,10 @@ impl Actor for CollectionActor {
                 };
                 let indexes = indexing.open_with(&tenant, &name, &model, &inputs, &fetch);
                 drop(inputs);
-                (scanned, loaded, Some(indexes))
+                Ok::<_, memvault_storage::StorageError>((loaded, indexes))
             })
         })
-        .await?;
-        scanned?;
-        let Some(indexes) = indexes else {
-            unreachable!("the indexes are opened whenever the records were read");
-        };
+        .await??;
         let current = loaded.snapshot;
         let indexes = Arc::new(indexes?);
         let highest_key = loaded.highest_key.max(indexes.highest_key());

@@ -33,7 +33,7 @@ pub fn list_key(memory: &MemoryRecord, id: SharedId) -> ListKey {
 }
 
 /// The least id, to start a range over (value, id) pairs at a value.
-fn least_id() -> SharedId {
+pub(super) fn least_id() -> SharedId {
     SharedId::from("")
 }
 

@@ -100,6 +100,30 @@ impl Memories {
         Ok(created)
     }
 
+    /// [`Self::create_batches`] over `memories` cut into batches of `size` (with `ids`, one
+    /// per memory, cut alike): every record, in order.
+    pub async fn create_in_batches(
+        &self,
+        access: &CollectionAccess<Write>,
+        memories: Vec<NewMemory>,
+        ids: Option<Vec<String>>,
+        size: usize,
+    ) -> Result<Vec<Arc<MemoryRecord>>> {
+        let size = size.max(1);
+        let mut ids = ids.map(Vec::into_iter);
+        let mut memories = memories.into_iter().peekable();
+        let mut batches = Vec::new();
+        while memories.peek().is_some() {
+            let batch: Vec<NewMemory> = memories.by_ref().take(size).collect();
+            let batch_ids = ids
+                .as_mut()
+                .map(|ids| ids.by_ref().take(batch.len()).collect());
+            batches.push((batch, batch_ids));
+        }
+        let created = self.create_batches(access, batches).await?;
+        Ok(created.into_iter().flatten().collect())
+    }
+
     /// The first stage of a create: admitted against the tier (with `ahead` memories
     /// admitted but not stored yet), embedded in one batch by the collection's model, and
     /// made into records.

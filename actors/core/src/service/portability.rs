@@ -244,20 +244,13 @@ impl Portability {
         items: &[ImportedMemory],
         ids: Option<Vec<String>>,
     ) -> Result<usize> {
-        let mut ids = ids.map(Vec::into_iter);
-        let batches = items
-            .chunks(IMPORT_BATCH)
-            .map(|batch| {
-                let memories = batch.iter().map(|item| item.memory.clone()).collect();
-                let ids = ids
-                    .as_mut()
-                    .map(|ids| ids.by_ref().take(batch.len()).collect());
-                (memories, ids)
-            })
-            .collect();
-        let created = self.memories.create_batches(access, batches).await?;
+        let memories = items.iter().map(|item| item.memory.clone()).collect();
+        let created = self
+            .memories
+            .create_in_batches(access, memories, ids, IMPORT_BATCH)
+            .await?;
         let mut stored = 0;
-        for (record, item) in created.iter().flatten().zip(items) {
+        for (record, item) in created.iter().zip(items) {
             if item.pinned {
                 self.memories.set_pinned(access, &record.id, true).await?;
             }
