@@ -605,7 +605,8 @@ pub async fn serve(
         state.cluster.clone(),
         state.pageviews.clone(),
     );
-    let router = crate::dashboard::router(state.clone(), api::router(state));
+    let router =
+        crate::dashboard::router(state.clone(), api::router(state), service.store().clone());
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),

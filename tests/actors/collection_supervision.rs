@@ -277,6 +277,32 @@ impl memvault_storage::OutboxStore for FlakyStore {
     }
 }
 
+impl memvault_storage::SessionStore for FlakyStore {
+    fn put_session(&self, session: &memvault_storage::SessionRecord) -> StoreResult<()> {
+        self.inner.put_session(session)
+    }
+
+    fn session(&self, id_hash: &str) -> StoreResult<Option<memvault_storage::SessionRecord>> {
+        self.inner.session(id_hash)
+    }
+
+    fn delete_session(&self, id_hash: &str) -> StoreResult<bool> {
+        self.inner.delete_session(id_hash)
+    }
+
+    fn sessions_of(&self, tenant: &TenantId) -> StoreResult<Vec<memvault_storage::SessionRecord>> {
+        self.inner.sessions_of(tenant)
+    }
+
+    fn delete_sessions_of(&self, tenant: &TenantId) -> StoreResult<usize> {
+        self.inner.delete_sessions_of(tenant)
+    }
+
+    fn prune_sessions(&self, before: chrono::DateTime<chrono::Utc>) -> StoreResult<usize> {
+        self.inner.prune_sessions(before)
+    }
+}
+
 impl memvault_storage::AccountStore for FlakyStore {
     fn put_mail(&self, mail: &memvault_storage::MailRecord) -> StoreResult<()> {
         self.inner.put_mail(mail)

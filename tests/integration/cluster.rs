@@ -498,6 +498,47 @@ fn requests_without_a_key_reach_the_node_of_the_account_they_name() {
         expect_status(node.process.client(&key).get("/v1/memory/admin/me"), 401);
     }
 
+    // The dashboard: a sign-in on the node that does not serve the account opens its
+    // session on the account's node, and every node shows its pages from it.
+    let mut browser = crate::dashboard::Browser::new(&other.process.base_url);
+    let response = browser.sign_in(new_key);
+    assert_eq!(
+        answered_by(&response),
+        owner,
+        "the sign-in goes to the account"
+    );
+    assert_eq!(response.status(), 303);
+    for node in &nodes {
+        let response = browser
+            .at(&node.process.base_url)
+            .get("/dashboard/collections");
+        assert_eq!(answered_by(&response), owner, "{}", node.process.base_url);
+        assert_eq!(response.status(), 200);
+        assert!(response.text().unwrap().contains("notes"));
+    }
+    // A change through another node passes the same-origin check (the forwarded request
+    // keeps the Host the browser addressed), and a sign-out there ends it everywhere.
+    let response = browser.post("/dashboard/collections", &[("name", "from-the-dashboard")]);
+    assert_eq!(
+        response.status(),
+        303,
+        "{}",
+        response.text().unwrap_or_default()
+    );
+    let names = expect_status(
+        nodes[0]
+            .process
+            .client(new_key)
+            .get("/v1/memory/collections"),
+        200,
+    );
+    assert!(names.to_string().contains("from-the-dashboard"), "{names}");
+    assert_eq!(browser.post("/dashboard/logout", &[]).status(), 303);
+    for node in &nodes {
+        let response = browser.at(&node.process.base_url).get("/dashboard/");
+        assert_eq!(response.status(), 303, "signed out on every node");
+    }
+
     // A keyless request that names no account is answered where it arrives, as by one
     // node: an unknown email gets the same 202 and no mail.
     let response = anonymous.post(

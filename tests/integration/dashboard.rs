@@ -19,7 +19,7 @@ pub(crate) struct Browser {
 }
 
 impl Browser {
-    fn new(base_url: &str) -> Self {
+    pub(crate) fn new(base_url: &str) -> Self {
         Self {
             http: HttpClient::builder()
                 .redirect(Policy::none())
@@ -44,7 +44,17 @@ impl Browser {
         browser
     }
 
-    fn sign_in(&mut self, key: &str) -> Response {
+    /// The same browser (its session cookie and token) talking to another address.
+    pub(crate) fn at(&self, base_url: &str) -> Self {
+        Self {
+            base_url: base_url.to_owned(),
+            cookie: self.cookie.clone(),
+            csrf: self.csrf.clone(),
+            ..Self::new(base_url)
+        }
+    }
+
+    pub(crate) fn sign_in(&mut self, key: &str) -> Response {
         let response = self
             .http
             .post(format!("{}/dashboard/login", self.base_url))
@@ -67,7 +77,7 @@ impl Browser {
         response
     }
 
-    fn get(&mut self, path: &str) -> Response {
+    pub(crate) fn get(&mut self, path: &str) -> Response {
         let mut request = self.http.get(format!("{}{path}", self.base_url));
         if let Some(cookie) = &self.cookie {
             request = request.header("cookie", format!("mv_session={cookie}"));
@@ -89,7 +99,7 @@ impl Browser {
     }
 
     /// A form post with the session's token and this origin.
-    fn post(&mut self, path: &str, fields: &[(&str, &str)]) -> Response {
+    pub(crate) fn post(&mut self, path: &str, fields: &[(&str, &str)]) -> Response {
         if self.csrf.is_none() {
             self.page("/dashboard/");
         }
@@ -876,4 +886,49 @@ fn the_older_value_of_a_contradiction_is_restored_from_the_dashboard() {
         &[],
     );
     assert_eq!(response.status(), 403);
+}
+
+#[test]
+fn a_session_outlives_a_kill_and_a_restart_and_its_sign_out() {
+    use crate::support::{temp_data_dir, ServerProcess};
+    const KEY: &str = "mv_dashboard_restart_key_0123456789ab";
+    let (_guard, data_dir) = temp_data_dir();
+    let environment = [("MEMVAULT_BOOTSTRAP_KEY", KEY)];
+    let mut server = ServerProcess::start(&data_dir, &environment).expect("server starts");
+    let mut browser = Browser::signed_in(&server.base_url, KEY);
+    let token = csrf_of(&browser.page("/dashboard/")).expect("a token");
+    server.kill_hard();
+
+    // The session was in the store: the new process knows it, with the same token.
+    let server = ServerProcess::start(&data_dir, &environment).expect("server restarts");
+    let mut browser = browser.at(&server.base_url);
+    let html = browser.page("/dashboard/");
+    assert!(html.contains("<h1>Overview</h1>"), "{html}");
+    assert_eq!(csrf_of(&html), Some(token));
+    let response = browser.post(
+        "/dashboard/collections",
+        &[
+            ("name", "after-restart"),
+            ("description", "made after a kill"),
+        ],
+    );
+    assert_eq!(
+        response.status(),
+        303,
+        "{}",
+        response.text().unwrap_or_default()
+    );
+    let collections = expect_status(server.client(KEY).get("/v1/memory/collections"), 200);
+    assert!(
+        collections.to_string().contains("after-restart"),
+        "{collections}"
+    );
+
+    let response = browser.post("/dashboard/logout", &[]);
+    assert_eq!(response.status(), 303);
+    assert_eq!(
+        location(&browser.get("/dashboard/")),
+        "./login",
+        "signed out, the session is gone from the store"
+    );
 }

@@ -181,7 +181,7 @@ impl AccountServices {
     }
 }
 
-/// Every hour: expired reveal links, and handled-event records older than a month
+/// Every hour: expired reveal links, ended dashboard sessions, and handled-event records older than a month
 /// (Stripe retries an event for three days).
 fn schedule_pruning(scheduler: &Scheduler, store: Arc<dyn Store>) {
     const HOUR: Duration = Duration::from_secs(3600);
@@ -197,9 +197,14 @@ fn schedule_pruning(scheduler: &Scheduler, store: Arc<dyn Store>) {
             async move {
                 let (reveals, events) = (store.clone(), store);
                 let now = chrono::Utc::now();
+                let sessions = reveals.clone();
                 let pruned = blocking(move || reveals.prune_reveals(now)).await?;
                 if pruned > 0 {
                     tracing::info!(pruned, "expired reveal links pruned");
+                }
+                let pruned = blocking(move || sessions.prune_sessions(now)).await?;
+                if pruned > 0 {
+                    tracing::info!(pruned, "ended dashboard sessions pruned");
                 }
                 let before = now - chrono::Duration::days(30);
                 let pruned = blocking(move || events.prune_events(before)).await?;

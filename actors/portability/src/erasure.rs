@@ -150,6 +150,7 @@ impl AccountErasures {
         blocking(move || {
             store.delete_mails_of(&id)?;
             store.delete_reveals_of(&id)?;
+            store.delete_sessions_of(&id)?;
             store.delete_email_address_of(&id)?;
             store.forget_events_of(&format!("email:{id}"))?;
             store.delete_tenant(&id)

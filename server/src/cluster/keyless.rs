@@ -9,7 +9,10 @@
 //! - the mail-in handoff, `POST /v1/memory/email/inbound`: the drop address, from
 //!   `X-Memvault-Recipient` or else the message's recipients (`email_addresses`);
 //! - Stripe's webhook, `POST /v1/memory/stripe/webhook`: the account id or the Stripe
-//!   customer its event's object carries (`tenant_settings`).
+//!   customer its event's object carries (`tenant_settings`);
+//! - a dashboard page: its session cookie (`sessions`); the sign-in page's key recovery:
+//!   the email in its form; its sign-in: the key in its form, placed like a bearer key
+//!   ([`dashboard_sign_in_key`]).
 //!
 //! A body is read only when its `Content-Length` is within the route's own limit (what is
 //! larger, or streamed, is refused by the route wherever it runs). A request that names
@@ -44,6 +47,9 @@ pub async fn lookups(request: &mut Request, mail_domain: &str) -> Vec<TenantLook
             return vec![TenantLookup::Reveal(sha256_hex(&token))];
         }
         return Vec::new();
+    }
+    if path.starts_with("/dashboard/") {
+        return dashboard_lookups(request, &path).await;
     }
     if method != Method::POST {
         return Vec::new();
@@ -98,6 +104,49 @@ pub async fn lookups(request: &mut Request, mail_domain: &str) -> Vec<TenantLook
         }
         _ => Vec::new(),
     }
+}
+
+/// A dashboard page names its account by its session cookie (`sessions`); the sign-in
+/// page's key recovery by the email in its form (`tenants`).
+async fn dashboard_lookups(request: &mut Request, path: &str) -> Vec<TenantLookup> {
+    if request.method() == Method::POST && path == "/dashboard/recover" {
+        let Some(body) = read_body(request, FORM_LIMIT).await else {
+            return Vec::new();
+        };
+        return form_value(&body, "email")
+            .map(TenantLookup::Email)
+            .into_iter()
+            .collect();
+    }
+    crate::dashboard::session::cookie(request.headers())
+        .map(|id| {
+            vec![TenantLookup::Session(
+                crate::dashboard::session::session_hash(&id),
+            )]
+        })
+        .unwrap_or_default()
+}
+
+/// The API key a dashboard sign-in form carries (`POST /dashboard/login`, or the reveal
+/// page's button that posts the new key there): the request goes to that key's account
+/// like one with the key as its bearer, and its session opens there.
+pub async fn dashboard_sign_in_key(request: &mut Request) -> Option<String> {
+    if request.method() != Method::POST || request.uri().path() != "/dashboard/login" {
+        return None;
+    }
+    let body = read_body(request, FORM_LIMIT).await?;
+    form_value(&body, "key").filter(|key| key.starts_with(memvault_core::agent::KEY_PREFIX))
+}
+
+/// The largest dashboard form read for routing (sign-in, recovery).
+const FORM_LIMIT: usize = 16 * 1024;
+
+/// A form field's first value, trimmed; none when blank.
+fn form_value(body: &[u8], name: &str) -> Option<String> {
+    form_urlencoded::parse(body)
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
 }
 
 fn is_oauth_callback(path: &str) -> bool {

@@ -60,6 +60,9 @@ pub const NODE_SECRET_HEADER: &str = "x-memvault-node-secret";
 pub const CLIENT_HEADER: &str = "x-memvault-client";
 /// How many nodes a forwarded request has passed (at most [`MAX_HOPS`]).
 pub const HOPS_HEADER: &str = "x-memvault-hops";
+/// The `Host` the client addressed, on a request another node forwarded (the dashboard's
+/// same-origin check compares a change's `Origin` with it).
+pub const HOST_HEADER: &str = "x-memvault-host";
 /// A request is forwarded at most this many times (an account moving while a request is
 /// on its way may send it on once more).
 const MAX_HOPS: u8 = 2;
@@ -555,6 +558,9 @@ impl Cluster {
                 outgoing = outgoing.header(name, value);
             }
         }
+        if let Some(host) = parts.headers.get(axum::http::header::HOST) {
+            outgoing = outgoing.header(HOST_HEADER, host);
+        }
         outgoing = outgoing
             .header(NODE_SECRET_HEADER, &*self.secret)
             .header(CLIENT_HEADER, client)
@@ -725,11 +731,20 @@ pub async fn route(State(state): State<AppState>, mut request: Request, next: Ne
                 .insert(ConnectInfo(SocketAddr::new(client, 0)));
             request.headers_mut().remove("x-forwarded-for");
         }
+        // And the host it addressed, not this node's.
+        if let Some(host) = request.headers_mut().remove(HOST_HEADER) {
+            request.headers_mut().insert(axum::http::header::HOST, host);
+        }
     }
     request.headers_mut().remove(NODE_SECRET_HEADER);
     request.headers_mut().remove(CLIENT_HEADER);
     request.headers_mut().remove(HOPS_HEADER);
-    let place = match bearer(request.headers()) {
+    request.headers_mut().remove(HOST_HEADER);
+    let secret = match bearer(request.headers()) {
+        Some(secret) => Some(secret),
+        None => keyless::dashboard_sign_in_key(&mut request).await,
+    };
+    let place = match secret {
         Some(secret) => cluster.place(&secret, from_node).await,
         None => cluster.place_keyless(&mut request, from_node).await,
     };

@@ -32,6 +32,7 @@ use axum::Router;
 
 use crate::api::AppState;
 use client::Api;
+use memvault_storage::SessionStore;
 use session::Sessions;
 
 /// What every dashboard handler reaches.
@@ -39,7 +40,7 @@ use session::Sessions;
 pub struct Dashboard {
     pub app: AppState,
     pub api: Api,
-    pub sessions: Arc<Sessions>,
+    pub sessions: Sessions,
     /// `Secure` on the session cookie: the public address is https.
     pub secure_cookies: bool,
     /// The origin (`scheme://host[:port]`) of `server.public_url`, when set: changes whose
@@ -48,9 +49,10 @@ pub struct Dashboard {
 }
 
 /// The API router with the dashboard beside it (`/dashboard/...`, and `/` leads there).
-pub fn router(state: AppState, api: Router) -> Router {
+pub fn router(state: AppState, api: Router, sessions: Arc<dyn SessionStore>) -> Router {
     let public_url = state.public_url.clone();
     let public_origin = public_url.as_deref().and_then(session::origin_of);
+    let cluster_state = state.clone();
     let dashboard = Dashboard {
         secure_cookies: public_url
             .as_deref()
@@ -58,7 +60,7 @@ pub fn router(state: AppState, api: Router) -> Router {
         public_origin,
         app: state,
         api: Api::new(api.clone()),
-        sessions: Arc::new(Sessions::default()),
+        sessions: Sessions::new(sessions),
     };
     let pages = Router::new()
         .route("/", get(|| async { Redirect::to("dashboard/") }))
@@ -82,6 +84,12 @@ pub fn router(state: AppState, api: Router) -> Router {
         .merge(pages::account::routes())
         .merge(pages::operator::routes())
         .layer(axum::middleware::from_fn(secure_headers))
+        // Several nodes: a page goes to its account's node (found by its session cookie,
+        // or by the key a sign-in posts), like a request of the API.
+        .layer(axum::middleware::from_fn_with_state(
+            cluster_state,
+            crate::cluster::route,
+        ))
         .with_state(dashboard);
     api.merge(pages)
 }

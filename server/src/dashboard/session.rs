@@ -1,26 +1,27 @@
 //! Sign-in sessions and the checks every dashboard request passes.
 //!
 //! - A session is opened by a pasted API key: the browser gets a random 256-bit id in an
-//!   `HttpOnly; SameSite=Strict` cookie (`Secure` under https); the server keeps only the
-//!   id's SHA-256, with the tenant, the key's id and the session's CSRF token. The key
-//!   itself is never stored, and never reaches a script.
+//!   `HttpOnly; SameSite=Strict` cookie (`Secure` under https); the store keeps only the
+//!   id's SHA-256, with the tenant, the key's id and the session's CSRF token, so a restart
+//!   keeps sessions and every node finds them. The key itself is never stored, and never
+//!   reaches a script.
 //! - [`Viewer`]: each request re-resolves the key by id ([`Authorizer::agent_of_key`]), so a
 //!   revoked or expired key ends its sessions at the next request.
 //! - [`Change`]: a change (every POST) also needs a same-origin `Origin` (or
 //!   `Sec-Fetch-Site: same-origin`) and the session's CSRF token in its form.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
 use axum::http::header::{COOKIE, HOST, ORIGIN};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
 use memvault_core::Agent;
-use memvault_storage::TenantId;
+use memvault_storage::{SessionRecord, SessionStore, StorageError, TenantId};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
@@ -34,24 +35,20 @@ pub const COOKIE_NAME: &str = "mv_session";
 const IDLE: Duration = Duration::from_secs(12 * 3600);
 /// And any session this old.
 const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
-/// Most sessions kept at once; the least recently used goes first beyond it.
-const MAX_SESSIONS: usize = 10_000;
+/// A session's last use is written to the store at most this often (a page view is a
+/// read, not a write).
+const TOUCH_EVERY: Duration = Duration::from_secs(5 * 60);
+/// Most sessions one account keeps at once; the least recently used goes first beyond it.
+pub const MAX_SESSIONS_PER_TENANT: usize = 100;
 /// The largest change form read (a memory's text is at most 10,000 characters).
 const MAX_FORM_BYTES: usize = 256 * 1024;
 
-/// Open sessions, by the SHA-256 of their id.
-#[derive(Default)]
-pub struct Sessions {
-    open: Mutex<HashMap<[u8; 32], Session>>,
-}
-
+/// Open sessions, kept in the store by the SHA-256 of their id (so a restart keeps them
+/// and every node finds them). The `*_at` calls block on the store and take the instant
+/// to judge by; the others run them off the async threads, now.
 #[derive(Clone)]
-struct Session {
-    tenant: TenantId,
-    key_id: String,
-    csrf: String,
-    created: Instant,
-    seen: Instant,
+pub struct Sessions {
+    store: Arc<dyn SessionStore>,
 }
 
 /// What a session names.
@@ -67,74 +64,105 @@ fn random_hex() -> String {
     hex::encode(bytes)
 }
 
-fn digest(id: &str) -> [u8; 32] {
-    Sha256::digest(id.as_bytes()).into()
+/// The hex SHA-256 a session is stored (and several nodes route it) by.
+pub fn session_hash(id: &str) -> String {
+    hex::encode(Sha256::digest(id.as_bytes()))
+}
+
+fn after(at: DateTime<Utc>, span: Duration) -> DateTime<Utc> {
+    at + chrono::Duration::from_std(span).unwrap_or(chrono::Duration::MAX)
+}
+
+/// The session's end: idle since `seen_at`, or too old.
+fn ends(created_at: DateTime<Utc>, seen_at: DateTime<Utc>) -> DateTime<Utc> {
+    after(seen_at, IDLE).min(after(created_at, MAX_AGE))
+}
+
+async fn off_thread<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, StorageError> + Send + 'static,
+) -> Result<T, StorageError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|error| {
+            Err(StorageError::Backend(format!(
+                "session task failed: {error}"
+            )))
+        })
 }
 
 impl Sessions {
-    /// A new session for the key; returns the id for the cookie (kept only hashed).
-    pub fn open(&self, tenant: TenantId, key_id: String) -> String {
-        let id = random_hex();
-        let now = Instant::now();
-        let mut open = self
-            .open
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        open.retain(|_, session| live(session, now));
-        if open.len() >= MAX_SESSIONS {
-            if let Some(oldest) = open
-                .iter()
-                .min_by_key(|(_, session)| session.seen)
-                .map(|(hash, _)| *hash)
-            {
-                open.remove(&oldest);
+    pub fn new(store: Arc<dyn SessionStore>) -> Self {
+        Self { store }
+    }
+
+    /// A new session for the key; returns the id for the cookie (stored only hashed).
+    /// Beyond [`MAX_SESSIONS_PER_TENANT`], the account's least recently used ones end.
+    pub fn open_at(
+        &self,
+        tenant: TenantId,
+        key_id: String,
+        now: DateTime<Utc>,
+    ) -> Result<String, StorageError> {
+        let mut others = self.store.sessions_of(&tenant)?;
+        others.sort_by_key(|session| std::cmp::Reverse(session.seen_at));
+        for (kept, session) in others.iter().enumerate() {
+            if kept + 1 >= MAX_SESSIONS_PER_TENANT || session.expires_at <= now {
+                self.store.delete_session(&session.id_hash)?;
             }
         }
-        open.insert(
-            digest(&id),
-            Session {
-                tenant,
-                key_id,
-                csrf: random_hex(),
-                created: now,
-                seen: now,
-            },
-        );
-        id
+        let id = random_hex();
+        self.store.put_session(&SessionRecord {
+            id_hash: session_hash(&id),
+            tenant_id: tenant,
+            key_id,
+            csrf: random_hex(),
+            created_at: now,
+            seen_at: now,
+            expires_at: ends(now, now),
+        })?;
+        Ok(id)
     }
 
-    /// The live session with this id, marked as used now.
-    pub fn get(&self, id: &str) -> Option<SessionKey> {
-        let now = Instant::now();
-        let mut open = self
-            .open
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let hash = digest(id);
-        let session = open.get_mut(&hash)?;
-        if !live(session, now) {
-            open.remove(&hash);
-            return None;
+    /// The live session with this id; its use is recorded (every few minutes).
+    pub fn get_at(&self, id: &str, now: DateTime<Utc>) -> Result<Option<SessionKey>, StorageError> {
+        let hash = session_hash(id);
+        let Some(mut session) = self.store.session(&hash)? else {
+            return Ok(None);
+        };
+        if session.expires_at <= now {
+            self.store.delete_session(&hash)?;
+            return Ok(None);
         }
-        session.seen = now;
-        Some(SessionKey {
-            tenant: session.tenant.clone(),
-            key_id: session.key_id.clone(),
-            csrf: session.csrf.clone(),
-        })
+        if now - session.seen_at >= chrono::Duration::from_std(TOUCH_EVERY).unwrap_or_default() {
+            session.seen_at = now;
+            session.expires_at = ends(session.created_at, now);
+            self.store.put_session(&session)?;
+        }
+        Ok(Some(SessionKey {
+            tenant: session.tenant_id,
+            key_id: session.key_id,
+            csrf: session.csrf,
+        }))
     }
 
-    pub fn close(&self, id: &str) {
-        let mut open = self
-            .open
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        open.remove(&digest(id));
+    pub fn close_at(&self, id: &str) -> Result<(), StorageError> {
+        self.store.delete_session(&session_hash(id)).map(drop)
     }
-}
 
-fn live(session: &Session, now: Instant) -> bool {
-    now.duration_since(session.seen) < IDLE && now.duration_since(session.created) < MAX_AGE
+    pub async fn open(&self, tenant: TenantId, key_id: String) -> Result<String, StorageError> {
+        let sessions = self.clone();
+        off_thread(move || sessions.open_at(tenant, key_id, Utc::now())).await
+    }
+
+    pub async fn get(&self, id: &str) -> Result<Option<SessionKey>, StorageError> {
+        let (sessions, id) = (self.clone(), id.to_owned());
+        off_thread(move || sessions.get_at(&id, Utc::now())).await
+    }
+
+    pub async fn close(&self, id: &str) -> Result<(), StorageError> {
+        let (sessions, id) = (self.clone(), id.to_owned());
+        off_thread(move || sessions.close_at(&id)).await
+    }
 }
 
 /// The `Set-Cookie` value that opens a session.
@@ -230,6 +258,18 @@ fn to_sign_in(parts: &Parts, base: &str) -> Response {
     super::see_other(base, "login")
 }
 
+/// The page of a request whose session could not be read (the store did not answer).
+pub fn unavailable(base: &str, error: StorageError) -> Response {
+    let failure =
+        super::client::Failure::from(ApiError::from(memvault_core::Error::Storage(error)));
+    layout::bare(
+        failure.status,
+        base,
+        "Unavailable",
+        maud::html! { (layout::error_notice(&failure.detail, &failure.code)) },
+    )
+}
+
 impl FromRequestParts<Dashboard> for Viewer {
     type Rejection = Response;
 
@@ -238,8 +278,10 @@ impl FromRequestParts<Dashboard> for Viewer {
         let Some(id) = cookie(&parts.headers) else {
             return Err(to_sign_in(parts, &base));
         };
-        let Some(session) = state.sessions.get(&id) else {
-            return Err(to_sign_in(parts, &base));
+        let session = match state.sessions.get(&id).await {
+            Ok(Some(session)) => session,
+            Ok(None) => return Err(to_sign_in(parts, &base)),
+            Err(error) => return Err(unavailable(&base, error)),
         };
         let agent = match state
             .app
@@ -249,7 +291,9 @@ impl FromRequestParts<Dashboard> for Viewer {
             Ok(agent) => agent,
             Err(_) => {
                 // Revoked, expired, or its account erased: the session ends with it.
-                state.sessions.close(&id);
+                if let Err(error) = state.sessions.close(&id).await {
+                    return Err(unavailable(&base, error));
+                }
                 return Err(to_sign_in(parts, &base));
             }
         };

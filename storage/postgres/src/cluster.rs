@@ -38,6 +38,8 @@ pub enum TenantLookup {
     OAuthState(String),
     /// A reveal link: the hex SHA-256 of its token.
     Reveal(String),
+    /// A dashboard session: the hex SHA-256 of its cookie's id.
+    Session(String),
     /// A mail-in drop address: the hex SHA-256 of its lower-cased local part.
     MailAddress(String),
     /// The account's email, compared without case.
@@ -475,6 +477,9 @@ impl PgStore {
             ),
             TenantLookup::Reveal(hash) => {
                 ("SELECT tenant_id FROM reveals WHERE token_hash = $1", hash)
+            }
+            TenantLookup::Session(hash) => {
+                ("SELECT tenant_id FROM sessions WHERE id_hash = $1", hash)
             }
             TenantLookup::MailAddress(hash) => (
                 "SELECT tenant_id FROM email_addresses WHERE local_hash = $1",

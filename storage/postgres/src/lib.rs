@@ -8,7 +8,7 @@
 //! `collections`, `memories`, `staged_models` + `staged_embeddings`, `tenant_settings`,
 //! `usage`, `extract_jobs`, `ingest_batches`, `imports` + `import_payloads`, `outbox`,
 //! `audit`, `mails`, `reveals`, `events`, `email_addresses`, `connections`, `sync_runs`,
-//! `synced_records`, `oauth_states`. Per-tenant tables have primary keys that start with
+//! `synced_records`, `oauth_states`; `sessions` (`0003_sessions.sql`). Per-tenant tables have primary keys that start with
 //! `tenant_id`. Each row keeps its record whole as `record bytea`, the exact serde_json
 //! bytes (jsonb would reorder keys, rewrite numbers and refuse `\u0000`; the store promises
 //! that a record reads back equal), next to the columns queries filter or sort on
@@ -85,12 +85,12 @@ use memvault_storage::records::{
     ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, ConnectionRecord,
     EmailAddressRecord, EmbeddingModel, ExtractJobRecord, ImportJobRecord, ImportPayload,
     IngestBatchRecord, MailRecord, MemoryRecord, OAuthStateRecord, OutboxDelivery, RevealRecord,
-    StagedEmbedding, StoredMemory, SyncRunRecord, SyncedRecord, TenantId, TenantRecord,
-    TenantSettings, UsageRow,
+    SessionRecord, StagedEmbedding, StoredMemory, SyncRunRecord, SyncedRecord, TenantId,
+    TenantRecord, TenantSettings, UsageRow,
 };
 use memvault_storage::store::{
     AccountStore, AuditStore, ConnectorStore, ImportStore, IngestStore, JobStore, MemoryStore,
-    MetaStore, OutboxStore, ReembedStore,
+    MetaStore, OutboxStore, ReembedStore, SessionStore,
 };
 use memvault_storage::StorageError;
 use serde::de::DeserializeOwned;
@@ -113,6 +113,11 @@ pub const MIGRATION_LOCK: i64 = BOOTSTRAP_LOCK + 1;
 const MIGRATIONS: &[(i32, &str, &str)] = &[
     (1, "init", include_str!("../migrations/0001_init.sql")),
     (2, "nodes", include_str!("../migrations/0002_nodes.sql")),
+    (
+        3,
+        "sessions",
+        include_str!("../migrations/0003_sessions.sql"),
+    ),
 ];
 
 /// Connections the pool keeps at most.
@@ -1609,6 +1614,56 @@ impl ImportStore for PgStore {
             "SELECT record FROM imports WHERE tenant_id = $1",
             &[&tenant.as_str()],
         )
+    }
+}
+
+impl SessionStore for PgStore {
+    fn put_session(&self, session: &SessionRecord) -> Result<()> {
+        self.execute(
+            "INSERT INTO sessions (id_hash, tenant_id, expires_at, record)
+             VALUES ($1, $2, $3, $4)
+             ON CONFLICT (id_hash) DO UPDATE SET tenant_id = excluded.tenant_id,
+                 expires_at = excluded.expires_at, record = excluded.record",
+            &[
+                &session.id_hash,
+                &session.tenant_id.as_str(),
+                &session.expires_at,
+                &encode(session)?,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn session(&self, id_hash: &str) -> Result<Option<SessionRecord>> {
+        self.record(
+            "sessions",
+            "SELECT record FROM sessions WHERE id_hash = $1",
+            &[&id_hash],
+        )
+    }
+
+    fn delete_session(&self, id_hash: &str) -> Result<bool> {
+        let removed = self.execute("DELETE FROM sessions WHERE id_hash = $1", &[&id_hash])?;
+        Ok(removed > 0)
+    }
+
+    fn sessions_of(&self, tenant: &TenantId) -> Result<Vec<SessionRecord>> {
+        self.records(
+            "sessions",
+            "SELECT record FROM sessions WHERE tenant_id = $1",
+            &[&tenant.as_str()],
+        )
+    }
+
+    fn delete_sessions_of(&self, tenant: &TenantId) -> Result<usize> {
+        self.execute(
+            "DELETE FROM sessions WHERE tenant_id = $1",
+            &[&tenant.as_str()],
+        )
+    }
+
+    fn prune_sessions(&self, before: DateTime<Utc>) -> Result<usize> {
+        self.execute("DELETE FROM sessions WHERE expires_at < $1", &[&before])
     }
 }
 

@@ -52,7 +52,7 @@ pub use records::{
 };
 pub use records::{
     AuditEntry, BillingRecord, DatabaseConfigRecord, DatabaseState, EmailAddressRecord, MailRecord,
-    OutboxDelivery, RevealPurpose, RevealRecord, StorageConfigRecord, WebhookRecord,
+    OutboxDelivery, RevealPurpose, RevealRecord, SessionRecord, StorageConfigRecord, WebhookRecord,
 };
 pub use records::{
     ConnectionRecord, ConnectionStatus, OAuthStateRecord, SyncRunRecord, SyncedRecord,
@@ -65,5 +65,5 @@ pub use routed::{copy_tenant_data, CopyProgress, RoutedStore, ServedTenants};
 pub use sled_store::SledStore;
 pub use store::{
     AccountStore, AuditStore, ConnectorStore, ImportStore, IngestStore, JobStore, MemoryStore,
-    MetaStore, OutboxStore, ReembedStore, Store,
+    MetaStore, OutboxStore, ReembedStore, SessionStore, Store,
 };

@@ -860,6 +860,25 @@ pub struct RevealRecord {
     pub expires_at: DateTime<Utc>,
 }
 
+/// A dashboard sign-in session, stored by the SHA-256 of its id (the id itself is only in
+/// the browser's cookie). It names the key that opened it, never the key's secret: each
+/// request re-checks that key, so revoking it ends the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// Hex SHA-256 of the session's id.
+    pub id_hash: String,
+    pub tenant_id: TenantId,
+    /// The id of the API key that signed in.
+    pub key_id: String,
+    /// The token every change from this session carries in its form.
+    pub csrf: String,
+    pub created_at: DateTime<Utc>,
+    /// When it was last used (kept to a few minutes).
+    pub seen_at: DateTime<Utc>,
+    /// It ends at this instant: the earlier of its idle and its age limit.
+    pub expires_at: DateTime<Utc>,
+}
+
 /// A tenant's mail-in address. The lookup key is the SHA-256 of the local part (lower
 /// case), so a store dump does not list live addresses; the local part itself is kept
 /// only sealed (see `crypto::SecretBox`), to show it to its tenant.

@@ -4,7 +4,7 @@
 //! jobs, ingest batches, imports: what [`MetaStore::purge_tenant_data`] names) in a
 //! database of its own (SPEC "Bring-your-own configuration", `database/config`). Its
 //! account stays in the platform store: the tenant record, keys, settings (which hold the
-//! sealed connection string), usage, audit, the outbox, mail and connectors. Every other
+//! sealed connection string), usage, audit, the outbox, mail, dashboard sessions and connectors. Every other
 //! crate keeps calling one [`Store`]; this one sends each call about a tenant's data to
 //! where that tenant's data lives, and merges the calls that scan every tenant (the
 //! queues resumed at start, pruning).
@@ -23,12 +23,12 @@ use crate::records::{
     ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, ConnectionRecord,
     EmailAddressRecord, EmbeddingModel, ExtractJobRecord, ImportJobRecord, ImportPayload,
     IngestBatchRecord, MailRecord, MemoryRecord, OAuthStateRecord, OutboxDelivery, RevealRecord,
-    StagedEmbedding, StoredMemory, SyncRunRecord, SyncedRecord, TenantId, TenantRecord,
-    TenantSettings, UsageRow,
+    SessionRecord, StagedEmbedding, StoredMemory, SyncRunRecord, SyncedRecord, TenantId,
+    TenantRecord, TenantSettings, UsageRow,
 };
 use crate::store::{
     AccountStore, AuditStore, ConnectorStore, ImportStore, IngestStore, JobStore, MemoryStore,
-    MetaStore, OutboxStore, ReembedStore, Store,
+    MetaStore, OutboxStore, ReembedStore, SessionStore, Store,
 };
 
 /// Where one routed tenant's data is.
@@ -575,6 +575,27 @@ impl ImportStore for RoutedStore {
     }
     fn imports_of(&self, tenant: &TenantId) -> Result<Vec<ImportJobRecord>> {
         self.data(tenant, |store| store.imports_of(tenant))
+    }
+}
+
+impl SessionStore for RoutedStore {
+    fn put_session(&self, session: &SessionRecord) -> Result<()> {
+        self.platform.put_session(session)
+    }
+    fn session(&self, id_hash: &str) -> Result<Option<SessionRecord>> {
+        self.platform.session(id_hash)
+    }
+    fn delete_session(&self, id_hash: &str) -> Result<bool> {
+        self.platform.delete_session(id_hash)
+    }
+    fn sessions_of(&self, tenant: &TenantId) -> Result<Vec<SessionRecord>> {
+        self.platform.sessions_of(tenant)
+    }
+    fn delete_sessions_of(&self, tenant: &TenantId) -> Result<usize> {
+        self.platform.delete_sessions_of(tenant)
+    }
+    fn prune_sessions(&self, before: DateTime<Utc>) -> Result<usize> {
+        self.platform.prune_sessions(before)
     }
 }
 

@@ -4,7 +4,8 @@
 //! deliveries not yet delivered under `{tenant}/{delivery}` (a tree of its own, so that
 //! loading every pending delivery at start-up scans only those; a tenant's are found by
 //! its prefix). `account` holds the outgoing mail queue under `mail/{id}`, the
-//! one-time reveal links under `reveal/{token hash}` and the handled outside events
+//! one-time reveal links under `reveal/{token hash}`, the dashboard's sessions under
+//! `session/{id hash}`, the handled outside events
 //! under `event/{source}/{id}`, and the mail-in addresses under `email/{local part hash}`
 //! (the lookup of inbound mail) and `email-of/{tenant}` (the tenant's own), both written
 //! in one transaction (none is reached through a tenant prefix: a reveal link is
@@ -50,12 +51,12 @@ use crate::records::{
     ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, ConnectionRecord,
     EmailAddressRecord, EmbeddingModel, ExtractJobRecord, ImportJobRecord, ImportPayload,
     IngestBatchRecord, MailRecord, MemoryRecord, OAuthStateRecord, OutboxDelivery, RevealRecord,
-    StagedEmbedding, StoredMemory, SyncRunRecord, SyncedRecord, TenantId, TenantRecord,
-    TenantSettings, UsageRow,
+    SessionRecord, StagedEmbedding, StoredMemory, SyncRunRecord, SyncedRecord, TenantId,
+    TenantRecord, TenantSettings, UsageRow,
 };
 use crate::store::{
     AccountStore, AuditStore, ConnectorStore, ImportStore, IngestStore, JobStore, MemoryStore,
-    MetaStore, OutboxStore, ReembedStore,
+    MetaStore, OutboxStore, ReembedStore, SessionStore,
 };
 
 pub struct SledStore {
@@ -1150,6 +1151,7 @@ impl OutboxStore for SledStore {
 
 const MAIL_PREFIX: &str = "mail/";
 const REVEAL_PREFIX: &str = "reveal/";
+const SESSION_PREFIX: &str = "session/";
 const EVENT_PREFIX: &str = "event/";
 const EMAIL_PREFIX: &str = "email/";
 const EMAIL_OF_PREFIX: &str = "email-of/";
@@ -1167,6 +1169,49 @@ impl SledStore {
         doomed: impl Fn(&T) -> bool,
     ) -> Result<usize> {
         self.remove_where(&self.account, [prefix.to_owned()], doomed)
+    }
+}
+
+impl SessionStore for SledStore {
+    fn put_session(&self, session: &SessionRecord) -> Result<()> {
+        self.put_json(
+            &self.account,
+            format!("{SESSION_PREFIX}{}", session.id_hash),
+            session,
+        )
+    }
+
+    fn session(&self, id_hash: &str) -> Result<Option<SessionRecord>> {
+        get_json(&self.account, &format!("{SESSION_PREFIX}{id_hash}"))
+    }
+
+    fn delete_session(&self, id_hash: &str) -> Result<bool> {
+        let removed = self
+            .account
+            .remove(format!("{SESSION_PREFIX}{id_hash}"))?
+            .is_some();
+        if removed {
+            self.flush()?;
+        }
+        Ok(removed)
+    }
+
+    fn sessions_of(&self, tenant: &TenantId) -> Result<Vec<SessionRecord>> {
+        let mut sessions: Vec<SessionRecord> = self.account_records(SESSION_PREFIX)?;
+        sessions.retain(|session| &session.tenant_id == tenant);
+        Ok(sessions)
+    }
+
+    fn delete_sessions_of(&self, tenant: &TenantId) -> Result<usize> {
+        self.remove_account_records(SESSION_PREFIX, |session: &SessionRecord| {
+            &session.tenant_id == tenant
+        })
+    }
+
+    fn prune_sessions(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize> {
+        self.remove_account_records(SESSION_PREFIX, |session: &SessionRecord| {
+            session.expires_at < before
+        })
     }
 }
 

@@ -7,8 +7,8 @@ use crate::records::{
     ApiKeyRecord, AuditEntry, CollectionName, CollectionRecord, ConnectionRecord,
     EmailAddressRecord, EmbeddingModel, ExtractJobRecord, ImportJobRecord, ImportPayload,
     IngestBatchRecord, MailRecord, MemoryRecord, OAuthStateRecord, OutboxDelivery, RevealRecord,
-    StagedEmbedding, StoredMemory, SyncRunRecord, SyncedRecord, TenantId, TenantRecord,
-    TenantSettings, UsageRow,
+    SessionRecord, StagedEmbedding, StoredMemory, SyncRunRecord, SyncedRecord, TenantId,
+    TenantRecord, TenantSettings, UsageRow,
 };
 
 /// Tenants, their API keys and their collections.
@@ -357,6 +357,21 @@ pub trait ConnectorStore: Send + Sync + 'static {
     fn prune_oauth_states(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize>;
 }
 
+/// The dashboard's sign-in sessions (kept in the store so that a restart keeps them and
+/// every node sees them).
+pub trait SessionStore: Send + Sync + 'static {
+    /// Creates or replaces the session with this `id_hash`.
+    fn put_session(&self, session: &SessionRecord) -> Result<()>;
+    fn session(&self, id_hash: &str) -> Result<Option<SessionRecord>>;
+    /// Removes it; whether it was there.
+    fn delete_session(&self, id_hash: &str) -> Result<bool>;
+    /// A tenant's sessions, in no particular order.
+    fn sessions_of(&self, tenant: &TenantId) -> Result<Vec<SessionRecord>>;
+    fn delete_sessions_of(&self, tenant: &TenantId) -> Result<usize>;
+    /// Removes the sessions that ended before `before`; returns how many.
+    fn prune_sessions(&self, before: chrono::DateTime<chrono::Utc>) -> Result<usize>;
+}
+
 /// Everything the service persists; one value of it is shared by all actors.
 pub trait Store:
     MetaStore
@@ -368,6 +383,7 @@ pub trait Store:
     + IngestStore
     + ImportStore
     + AccountStore
+    + SessionStore
     + ConnectorStore
 {
 }
@@ -382,6 +398,7 @@ impl<
             + IngestStore
             + ImportStore
             + AccountStore
+            + SessionStore
             + ConnectorStore,
     > Store for T
 {

@@ -28,7 +28,7 @@ use crate::records::{
 };
 use crate::records::{
     AuditEntry, BillingRecord, EmailAddressRecord, MailRecord, OutboxDelivery, RevealPurpose,
-    RevealRecord, StorageConfigRecord, WebhookRecord,
+    RevealRecord, SessionRecord, StorageConfigRecord, WebhookRecord,
 };
 use crate::records::{
     ImportCollectionRecord, ImportItemRecord, ImportJobRecord, ImportPayload, ImportSkipRecord,
@@ -65,6 +65,7 @@ macro_rules! store_suite {
                 outbox_keeps_deliveries_until_deleted,
                 mail_queue_keeps_mails_until_deleted,
                 reveal_links_are_taken_once,
+                sessions_are_kept_per_tenant_until_they_end,
                 events_are_recorded_once,
                 email_addresses_swap_in_one_write,
                 audit_is_per_tenant_newest_first_and_pruned_by_age,
@@ -932,6 +933,59 @@ pub fn reveal_links_are_taken_once(store: &dyn Store) {
         store.reveal("h5").unwrap().map(|r| r.tenant_id),
         Some(second.id.clone())
     );
+}
+
+pub fn sessions_are_kept_per_tenant_until_they_end(store: &dyn Store) {
+    let (first, second) = (sample_tenant("session-a"), sample_tenant("session-b"));
+    let at = |hour: u32| Utc.with_ymd_and_hms(2026, 4, 1, hour, 0, 0).unwrap();
+    let session = |tenant: &TenantRecord, hash: &str, expires: u32| SessionRecord {
+        id_hash: hash.to_owned(),
+        tenant_id: tenant.id.clone(),
+        key_id: format!("key-of-{hash}"),
+        csrf: format!("csrf-of-{hash}"),
+        created_at: at(0),
+        seen_at: at(0),
+        expires_at: at(expires),
+    };
+    let hashes = |sessions: Vec<SessionRecord>| {
+        let mut hashes: Vec<String> = sessions.into_iter().map(|s| s.id_hash).collect();
+        hashes.sort();
+        hashes
+    };
+    assert_eq!(store.session("s1").unwrap(), None);
+    store.put_session(&session(&first, "s1", 2)).unwrap();
+    store.put_session(&session(&first, "s2", 5)).unwrap();
+    store.put_session(&session(&second, "s3", 5)).unwrap();
+    assert_eq!(store.session("s1").unwrap(), Some(session(&first, "s1", 2)));
+    assert_eq!(
+        hashes(store.sessions_of(&first.id).unwrap()),
+        vec!["s1", "s2"]
+    );
+    assert_eq!(hashes(store.sessions_of(&second.id).unwrap()), vec!["s3"]);
+
+    let mut touched = session(&first, "s1", 9);
+    touched.seen_at = at(3);
+    store.put_session(&touched).unwrap();
+    assert_eq!(
+        store.session("s1").unwrap(),
+        Some(touched),
+        "a put replaces the session"
+    );
+    assert!(store.delete_session("s2").unwrap());
+    assert!(!store.delete_session("s2").unwrap(), "gone already");
+    assert_eq!(store.session("s2").unwrap(), None);
+
+    assert_eq!(
+        store.prune_sessions(at(5)).unwrap(),
+        0,
+        "none ended before 5"
+    );
+    assert_eq!(store.prune_sessions(at(6)).unwrap(), 1, "s3 ended at 5");
+    assert_eq!(store.session("s3").unwrap(), None);
+    store.put_session(&session(&second, "s4", 9)).unwrap();
+    assert_eq!(store.delete_sessions_of(&first.id).unwrap(), 1);
+    assert_eq!(store.session("s1").unwrap(), None);
+    assert_eq!(hashes(store.sessions_of(&second.id).unwrap()), vec!["s4"]);
 }
 
 pub fn events_are_recorded_once(store: &dyn Store) {

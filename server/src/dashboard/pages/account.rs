@@ -226,7 +226,10 @@ async fn delete(
     {
         Ok(_) => {
             if let Some(id) = session::cookie(&headers) {
-                state.sessions.close(&id);
+                // The erasure removes the account's sessions too; this one ends now.
+                if let Err(error) = state.sessions.close(&id).await {
+                    tracing::warn!(%error, "the deleted account's session could not be closed");
+                }
             }
             let mut response = layout::bare(
                 StatusCode::OK,

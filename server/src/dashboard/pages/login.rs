@@ -82,7 +82,10 @@ pub async fn sign_in(
             return sign_in_page(error.status(), Some((&detail, error.code().as_str())));
         }
     };
-    let id = state.sessions.open(agent.tenant_id, agent.key_id);
+    let id = match state.sessions.open(agent.tenant_id, agent.key_id).await {
+        Ok(id) => id,
+        Err(error) => return session::unavailable("./", error),
+    };
     let mut response = crate::dashboard::see_other("./", "");
     response.headers_mut().insert(
         SET_COOKIE,
@@ -143,7 +146,9 @@ pub async fn sign_out(
     change: Change,
 ) -> Response {
     if let Some(id) = session::cookie(&headers) {
-        state.sessions.close(&id);
+        if let Err(error) = state.sessions.close(&id).await {
+            return session::unavailable(&change.viewer.base, error);
+        }
     }
     let mut response = crate::dashboard::see_other(&change.viewer.base, "login");
     response
