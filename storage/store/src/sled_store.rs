@@ -15,8 +15,9 @@
 //! ```text
 //! {tenant}/k/{key_id}                 API key record (JSON)
 //! {tenant}/c/{collection}             collection record (JSON)
-//! {tenant}/m/{collection}/{memory}    memory: u32 LE length of the JSON record, the JSON,
-//!                                     then the embedding as f32 LE
+//! {tenant}/m/{collection}/{memory}    memory record (JSON)
+//! {tenant}/v/{collection}/{memory}    its embedding, f32 LE (apart from the record, so
+//!                                     reading every record at start reads no vector)
 //! {tenant}/s                          tenant settings (JSON)
 //! {tenant}/u/{month}/{purpose}/{own}/{model}  LLM usage row (JSON)
 //! {tenant}/j/{job}                    extraction job (JSON)
@@ -34,6 +35,11 @@
 //! {tenant}/e/{collection}/v/{key}     a staged vector: the memory's index key as 20
 //!                                     digits, so by key; u32 LE id length, id, f32 LE
 //! ```
+//!
+//! Data dirs written before the split kept a memory's record and embedding in one value
+//! (u32 LE length of the JSON, the JSON, the embedding); [`SledStore::open`] splits them
+//! once, in batches that each leave every memory either old or new, and then records the
+//! format (`FORMAT_KEY` in the default tree), so an interrupted split resumes.
 //!
 //! A collection, its memories and its staged re-embedding live in one tree, so deleting a
 //! collection, moving a memory or switching a collection to its new vectors is one atomic
@@ -81,13 +87,59 @@ impl SledStore {
         let data = db.open_tree("data")?;
         let outbox = db.open_tree("outbox")?;
         let account = db.open_tree("account")?;
-        Ok(Self {
+        let store = Self {
             db,
             tenants,
             data,
             outbox,
             account,
-        })
+        };
+        store.split_memories()?;
+        Ok(store)
+    }
+
+    /// Splits the memories of a data dir written before records and embeddings were kept
+    /// apart (see the module docs); nothing to do once the format is recorded. A memory
+    /// whose embedding key exists is split already (both halves are written in one batch),
+    /// so a split cut short resumes where it stopped.
+    fn split_memories(&self) -> Result<()> {
+        if self.db.get(FORMAT_KEY)?.as_deref() == Some(FORMAT) {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let mut split = 0_usize;
+        let mut batch = Batch::default();
+        let mut in_batch = 0;
+        for entry in self.data.iter() {
+            let (key, value) = entry?;
+            let Some(vector_key) = vector_key_of(&key) else {
+                continue;
+            };
+            if self.data.contains_key(&vector_key)? {
+                continue;
+            }
+            let (json, vector_bytes) = split_memory(&key, &value)?;
+            batch.insert(key.to_vec(), json.to_vec());
+            batch.insert(vector_key, vector_bytes.to_vec());
+            in_batch += 1;
+            if in_batch == SPLIT_BATCH {
+                self.data.apply_batch(std::mem::take(&mut batch))?;
+                split += in_batch;
+                in_batch = 0;
+            }
+        }
+        self.data.apply_batch(batch)?;
+        split += in_batch;
+        self.db.insert(FORMAT_KEY, FORMAT)?;
+        self.flush()?;
+        if split > 0 {
+            tracing::info!(
+                memories = split,
+                seconds = started.elapsed().as_secs_f64(),
+                "memory records and embeddings stored apart"
+            );
+        }
+        Ok(())
     }
 
     /// Bytes the whole database takes on disk.
@@ -208,6 +260,34 @@ fn memory_key(tenant: &TenantId, collection: &CollectionName, id: &str) -> Strin
     format!("{tenant}/m/{collection}/{id}")
 }
 
+fn vectors_prefix(tenant: &TenantId, collection: &CollectionName) -> String {
+    format!("{tenant}/v/{collection}/")
+}
+
+fn vector_key(tenant: &TenantId, collection: &CollectionName, id: &str) -> String {
+    format!("{tenant}/v/{collection}/{id}")
+}
+
+/// The embedding's key of a memory's record key (`{tenant}/m/...` → `{tenant}/v/...`);
+/// `None` for a key of another family.
+fn vector_key_of(record_key: &[u8]) -> Option<Vec<u8>> {
+    let slash = record_key.iter().position(|&byte| byte == b'/')?;
+    let family = record_key.get(slash + 1..slash + 3)?;
+    (family == b"m/").then(|| {
+        let mut key = record_key.to_vec();
+        key[slash + 1] = b'v';
+        key
+    })
+}
+
+/// The default tree's key of the data format; absent in a data dir written before
+/// memories' embeddings were kept apart from their records.
+const FORMAT_KEY: &str = "format";
+/// Records and embeddings apart.
+const FORMAT: &[u8] = b"2";
+/// Memories split per batch when an older data dir is opened.
+const SPLIT_BATCH: usize = 10_000;
+
 fn staged_prefix(tenant: &TenantId, collection: &CollectionName) -> String {
     format!("{tenant}/e/{collection}/")
 }
@@ -225,9 +305,9 @@ fn staged_vector_key(tenant: &TenantId, collection: &CollectionName, key: u64) -
 }
 
 /// The key families (`{tenant}/{family}/...`) of a tenant's data records: collections,
-/// memories, staged embeddings, extraction jobs and their queue, ingest batches and
+/// memories and their embeddings, staged embeddings, extraction jobs and their queue, ingest batches and
 /// their queue, imports, their payloads and their queue.
-const DATA_FAMILIES: [&str; 10] = ["c", "m", "e", "j", "q", "b", "bq", "i", "ip", "iq"];
+const DATA_FAMILIES: [&str; 11] = ["c", "m", "v", "e", "j", "q", "b", "bq", "i", "ip", "iq"];
 
 fn settings_key(tenant: &TenantId) -> String {
     format!("{tenant}/s")
@@ -289,43 +369,50 @@ fn decode_json<T: DeserializeOwned>(key: &[u8], value: &[u8]) -> Result<T> {
     })
 }
 
-fn encode_memory(memory: &StoredMemory) -> Result<Vec<u8>> {
-    let json = serde_json::to_vec(&memory.record)?;
-    let json_len = u32::try_from(json.len()).map_err(|_| StorageError::Corrupt {
-        key: memory.record.id.clone(),
-        reason: "memory record larger than 4 GiB".to_owned(),
-    })?;
-    let mut bytes = Vec::with_capacity(4 + json.len() + memory.embedding.len() * 4);
-    bytes.extend_from_slice(&json_len.to_le_bytes());
-    bytes.extend_from_slice(&json);
-    for component in &memory.embedding {
-        bytes.extend_from_slice(&component.to_le_bytes());
+fn encode_embedding(embedding: &[f32]) -> Vec<u8> {
+    embedding
+        .iter()
+        .flat_map(|component| component.to_le_bytes())
+        .collect()
+}
+
+/// Adds a memory's record and embedding to `batch`.
+fn insert_memory(
+    batch: &mut Batch,
+    tenant: &TenantId,
+    collection: &CollectionName,
+    memory: &StoredMemory,
+) -> Result<()> {
+    let id = &memory.record.id;
+    batch.insert(
+        memory_key(tenant, collection, id).as_bytes(),
+        serde_json::to_vec(&memory.record)?,
+    );
+    batch.insert(
+        vector_key(tenant, collection, id).as_bytes(),
+        encode_embedding(&memory.embedding),
+    );
+    Ok(())
+}
+
+/// Adds the removal of a memory's record and embedding to `batch`.
+fn remove_memory(batch: &mut Batch, tenant: &TenantId, collection: &CollectionName, id: &str) {
+    batch.remove(memory_key(tenant, collection, id).as_bytes());
+    batch.remove(vector_key(tenant, collection, id).as_bytes());
+}
+
+/// An embedding's value, checked.
+fn decode_embedding_value(key: &[u8], value: &[u8]) -> Result<Vec<f32>> {
+    if !value.len().is_multiple_of(4) {
+        return Err(StorageError::Corrupt {
+            key: String::from_utf8_lossy(key).into_owned(),
+            reason: "embedding length is not a multiple of 4".to_owned(),
+        });
     }
-    Ok(bytes)
+    Ok(decode_embedding(value))
 }
 
-fn decode_memory(key: &[u8], value: &[u8]) -> Result<StoredMemory> {
-    let (json, vector_bytes) = split_memory(key, value)?;
-    let record: MemoryRecord = decode_json(key, json)?;
-    Ok(StoredMemory {
-        record,
-        embedding: decode_embedding(vector_bytes),
-    })
-}
-
-/// A stored memory's record alone; its embedding's bytes are not decoded.
-fn decode_memory_record(key: &[u8], value: &[u8]) -> Result<MemoryRecord> {
-    let (json, _) = split_memory(key, value)?;
-    decode_json(key, json)
-}
-
-/// A stored memory's embedding alone.
-fn decode_memory_embedding(key: &[u8], value: &[u8]) -> Result<Vec<f32>> {
-    let (_, vector_bytes) = split_memory(key, value)?;
-    Ok(decode_embedding(vector_bytes))
-}
-
-/// A stored memory's value as (record JSON, embedding bytes), checked.
+/// A memory written before the split, as (record JSON, embedding bytes), checked.
 fn split_memory<'a>(key: &[u8], value: &'a [u8]) -> Result<(&'a [u8], &'a [u8])> {
     let corrupt = |reason: &str| StorageError::Corrupt {
         key: String::from_utf8_lossy(key).into_owned(),
@@ -400,7 +487,29 @@ fn decode_staged(key: &[u8], value: &[u8]) -> Result<StagedEmbedding> {
     })
 }
 
+fn missing_embedding(record_key: &[u8]) -> StorageError {
+    StorageError::Corrupt {
+        key: String::from_utf8_lossy(record_key).into_owned(),
+        reason: "the memory's embedding is missing".to_owned(),
+    }
+}
+
 impl SledStore {
+    /// A memory from its record's key and value, with its embedding read beside it.
+    fn with_embedding(&self, key: impl AsRef<[u8]>, value: &[u8]) -> Result<StoredMemory> {
+        let key = key.as_ref();
+        let record: MemoryRecord = decode_json(key, value)?;
+        let vector_key = vector_key_of(key).ok_or_else(|| missing_embedding(key))?;
+        let vector = self
+            .data
+            .get(&vector_key)?
+            .ok_or_else(|| missing_embedding(key))?;
+        Ok(StoredMemory {
+            record,
+            embedding: decode_embedding_value(&vector_key, &vector)?,
+        })
+    }
+
     /// Adds the removal of every staged re-embedding entry of a collection to `batch`.
     fn unstage(
         &self,
@@ -453,7 +562,8 @@ impl MetaStore for SledStore {
 
     fn delete_collection(&self, tenant: &TenantId, name: &CollectionName) -> Result<()> {
         let mut batch = Batch::default();
-        for entry in self.data.scan_prefix(memories_prefix(tenant, name)) {
+        let records = self.data.scan_prefix(memories_prefix(tenant, name));
+        for entry in records.chain(self.data.scan_prefix(vectors_prefix(tenant, name))) {
             let (key, _) = entry?;
             batch.remove(key);
         }
@@ -896,10 +1006,7 @@ impl MemoryStore for SledStore {
     ) -> Result<()> {
         let mut batch = Batch::default();
         for memory in memories {
-            batch.insert(
-                memory_key(tenant, collection, &memory.record.id).as_bytes(),
-                encode_memory(memory)?,
-            );
+            insert_memory(&mut batch, tenant, collection, memory)?;
         }
         self.data.apply_batch(batch)?;
         self.flush()
@@ -913,7 +1020,7 @@ impl MemoryStore for SledStore {
     ) -> Result<Option<StoredMemory>> {
         let key = memory_key(tenant, collection, id);
         match self.data.get(key.as_bytes())? {
-            Some(value) => Ok(Some(decode_memory(key.as_bytes(), &value)?)),
+            Some(value) => Ok(Some(self.with_embedding(&key, &value)?)),
             None => Ok(None),
         }
     }
@@ -923,11 +1030,22 @@ impl MemoryStore for SledStore {
         tenant: &TenantId,
         collection: &CollectionName,
     ) -> Result<Vec<StoredMemory>> {
-        self.data
-            .scan_prefix(memories_prefix(tenant, collection))
+        let records = self.data.scan_prefix(memories_prefix(tenant, collection));
+        let mut vectors = self.data.scan_prefix(vectors_prefix(tenant, collection));
+        records
             .map(|entry| {
                 let (key, value) = entry?;
-                decode_memory(&key, &value)
+                let record: MemoryRecord = decode_json(&key, &value)?;
+                // Both families hold the same ids in the same order.
+                let embedding = match vectors.next().transpose()? {
+                    Some((vector_key, vector))
+                        if Some(vector_key.to_vec()) == vector_key_of(&key) =>
+                    {
+                        decode_embedding_value(&vector_key, &vector)?
+                    }
+                    _ => return Err(missing_embedding(&key)),
+                };
+                Ok(StoredMemory { record, embedding })
             })
             .collect()
     }
@@ -941,7 +1059,7 @@ impl MemoryStore for SledStore {
             .scan_prefix(memories_prefix(tenant, collection))
             .map(|entry| {
                 let (key, value) = entry?;
-                decode_memory_record(&key, &value)
+                decode_json(&key, &value)
             })
             .collect()
     }
@@ -954,7 +1072,7 @@ impl MemoryStore for SledStore {
     ) -> Result<()> {
         for entry in self.data.scan_prefix(memories_prefix(tenant, collection)) {
             let (key, value) = entry?;
-            visit(decode_memory_record(&key, &value)?);
+            visit(decode_json(&key, &value)?);
         }
         Ok(())
     }
@@ -967,10 +1085,10 @@ impl MemoryStore for SledStore {
     ) -> Result<Vec<Option<Vec<f32>>>> {
         ids.iter()
             .map(|id| {
-                let key = memory_key(tenant, collection, id);
+                let key = vector_key(tenant, collection, id);
                 self.data
                     .get(key.as_bytes())?
-                    .map(|value| decode_memory_embedding(key.as_bytes(), &value))
+                    .map(|value| decode_embedding_value(key.as_bytes(), &value))
                     .transpose()
             })
             .collect()
@@ -998,7 +1116,7 @@ impl MemoryStore for SledStore {
             .take(limit)
             .map(|entry| {
                 let (key, value) = entry?;
-                decode_memory(&key, &value)
+                self.with_embedding(&key, &value)
             })
             .collect()
     }
@@ -1011,7 +1129,7 @@ impl MemoryStore for SledStore {
     ) -> Result<()> {
         let mut batch = Batch::default();
         for id in ids {
-            batch.remove(memory_key(tenant, collection, id).as_bytes());
+            remove_memory(&mut batch, tenant, collection, id);
         }
         self.data.apply_batch(batch)?;
         self.flush()
@@ -1025,11 +1143,8 @@ impl MemoryStore for SledStore {
         memory: &StoredMemory,
     ) -> Result<()> {
         let mut batch = Batch::default();
-        batch.remove(memory_key(tenant, from, &memory.record.id).as_bytes());
-        batch.insert(
-            memory_key(tenant, to, &memory.record.id).as_bytes(),
-            encode_memory(memory)?,
-        );
+        remove_memory(&mut batch, tenant, from, &memory.record.id);
+        insert_memory(&mut batch, tenant, to, memory)?;
         self.data.apply_batch(batch)?;
         self.flush()
     }
@@ -1088,10 +1203,7 @@ impl ReembedStore for SledStore {
         let mut batch = Batch::default();
         self.unstage(&mut batch, tenant, &collection.name)?;
         for memory in memories {
-            batch.insert(
-                memory_key(tenant, &collection.name, &memory.record.id).as_bytes(),
-                encode_memory(memory)?,
-            );
+            insert_memory(&mut batch, tenant, &collection.name, memory)?;
         }
         batch.insert(
             collection_key(tenant, &collection.name).as_bytes(),
@@ -1446,7 +1558,7 @@ mod tests {
     //! The store suite against sled, plus what only sled has: reopening the same directory.
 
     use super::SledStore;
-    use crate::records::{CollectionName, OutboxDelivery};
+    use crate::records::{CollectionName, MemoryRecord, OutboxDelivery, StoredMemory, TenantId};
     use crate::store::{MemoryStore, MetaStore, OutboxStore};
     use crate::store_suite::{sample_collection, sample_memory, sample_tenant};
 
@@ -1475,6 +1587,121 @@ mod tests {
         let store = SledStore::open(directory.path()).unwrap();
         assert_eq!(store.tenants().unwrap(), vec![tenant.clone()]);
         assert_eq!(store.memories(&tenant.id, &notes).unwrap(), vec![memory]);
+    }
+
+    /// Writes `memories` as a data dir from before the split held them: one value per
+    /// memory (u32 LE length of the JSON record, the JSON, the embedding), no format key.
+    fn write_unsplit(
+        store: &SledStore,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        memories: &[StoredMemory],
+    ) {
+        for memory in memories {
+            let json = serde_json::to_vec(&memory.record).unwrap();
+            let mut value = (json.len() as u32).to_le_bytes().to_vec();
+            value.extend_from_slice(&json);
+            value.extend_from_slice(&super::encode_embedding(&memory.embedding));
+            let id = &memory.record.id;
+            store
+                .data
+                .insert(super::memory_key(tenant, collection, id), value)
+                .unwrap();
+            store
+                .data
+                .remove(super::vector_key(tenant, collection, id))
+                .unwrap();
+        }
+        store.db.remove(super::FORMAT_KEY).unwrap();
+        store.db.flush().unwrap();
+    }
+
+    #[test]
+    fn an_older_data_dir_is_split_once_and_reads_the_same() {
+        let directory = tempfile::tempdir().unwrap();
+        let tenant = sample_tenant("unsplit");
+        let notes = CollectionName::parse("notes").unwrap();
+        let memories: Vec<StoredMemory> = (0..25)
+            .map(|n| sample_memory(&format!("m{n:02}"), &format!("memory number {n}")))
+            .collect();
+        {
+            let store = SledStore::open(directory.path()).unwrap();
+            store.put_tenant(&tenant).unwrap();
+            store
+                .put_collection(&tenant.id, &sample_collection("notes"))
+                .unwrap();
+            // Ten were split before a crash; fifteen are still whole.
+            store
+                .put_memories(&tenant.id, &notes, &memories[..10])
+                .unwrap();
+            write_unsplit(&store, &tenant.id, &notes, &memories[10..]);
+            assert!(store
+                .data
+                .get(super::vector_key(&tenant.id, &notes, "m00"))
+                .unwrap()
+                .is_some());
+            assert!(store
+                .data
+                .get(super::vector_key(&tenant.id, &notes, "m10"))
+                .unwrap()
+                .is_none());
+        }
+        let store = SledStore::open(directory.path()).unwrap();
+        assert_eq!(store.memories(&tenant.id, &notes).unwrap(), memories);
+        let records: Vec<MemoryRecord> = memories.iter().map(|m| m.record.clone()).collect();
+        assert_eq!(store.memory_records(&tenant.id, &notes).unwrap(), records);
+        assert_eq!(
+            store
+                .embeddings(&tenant.id, &notes, &["m03", "m17", "none"])
+                .unwrap(),
+            vec![
+                Some(memories[3].embedding.clone()),
+                Some(memories[17].embedding.clone()),
+                None
+            ]
+        );
+        let value = store
+            .data
+            .get(super::memory_key(&tenant.id, &notes, "m17"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(value.first(), Some(&b'{'), "the record alone, as JSON");
+        assert_eq!(
+            store.db.get(super::FORMAT_KEY).unwrap().as_deref(),
+            Some(super::FORMAT)
+        );
+        drop(store);
+        // Opened again, nothing is split twice.
+        let store = SledStore::open(directory.path()).unwrap();
+        assert_eq!(store.memories(&tenant.id, &notes).unwrap(), memories);
+    }
+
+    #[test]
+    fn a_memory_without_its_embedding_is_reported_corrupt() {
+        let directory = tempfile::tempdir().unwrap();
+        let store = SledStore::open(directory.path()).unwrap();
+        let tenant = sample_tenant("halves");
+        let notes = CollectionName::parse("notes").unwrap();
+        store
+            .put_memories(
+                &tenant.id,
+                &notes,
+                &[sample_memory("m1", "one"), sample_memory("m2", "two")],
+            )
+            .unwrap();
+        store
+            .data
+            .remove(super::vector_key(&tenant.id, &notes, "m1"))
+            .unwrap();
+        assert!(matches!(
+            store.memory(&tenant.id, &notes, "m1"),
+            Err(crate::StorageError::Corrupt { .. })
+        ));
+        assert!(matches!(
+            store.memories(&tenant.id, &notes),
+            Err(crate::StorageError::Corrupt { .. })
+        ));
+        assert_eq!(store.memory_records(&tenant.id, &notes).unwrap().len(), 2);
     }
 
     #[test]
