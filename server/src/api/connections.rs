@@ -289,6 +289,8 @@ pub async fn delete(
 /// Syncs now: records changed since the cursor become memories (edited ones are updated,
 /// unchanged ones skipped). Waits for a run in progress. A sync the provider refuses
 /// answers 200 with status `error` (or `paused` after 5 in a row) and its `error`.
+/// The run is a task of its own: a client that hangs up (a closed tab) does not cut it
+/// short, and it is recorded as it ends.
 #[utoipa::path(post, path = "/{connection_id}/sync", tag = "connectors",
     params(ConnectionPath),
     responses((status = 200, body = SyncResponse), (status = 401, body = ErrorBody),
@@ -299,9 +301,11 @@ pub async fn sync(
     Writer(agent): Writer,
     ApiPath(path): ApiPath<ConnectionPath>,
 ) -> ApiResult<Json<SyncResponse>> {
-    Ok(Json(
-        connections.sync(&agent, &path.connection_id).await?.into(),
-    ))
+    let run = tokio::spawn(async move { connections.sync(&agent, &path.connection_id).await });
+    let outcome = run
+        .await
+        .map_err(|error| ApiError::Internal(format!("the sync task failed: {error}")))??;
+    Ok(Json(outcome.into()))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
