@@ -289,8 +289,6 @@ pub async fn delete(
 /// Syncs now: records changed since the cursor become memories (edited ones are updated,
 /// unchanged ones skipped). Waits for a run in progress. A sync the provider refuses
 /// answers 200 with status `error` (or `paused` after 5 in a row) and its `error`.
-/// The run is a task of its own: a client that hangs up (a closed tab) does not cut it
-/// short, and it is recorded as it ends.
 #[utoipa::path(post, path = "/{connection_id}/sync", tag = "connectors",
     params(ConnectionPath),
     responses((status = 200, body = SyncResponse), (status = 401, body = ErrorBody),
@@ -301,6 +299,8 @@ pub async fn sync(
     Writer(agent): Writer,
     ApiPath(path): ApiPath<ConnectionPath>,
 ) -> ApiResult<Json<SyncResponse>> {
+    // The run is a task of its own: a client that hangs up (a closed tab) does not cut
+    // it short, and it is recorded as it ends.
     let run = tokio::spawn(async move { connections.sync(&agent, &path.connection_id).await });
     let outcome = run
         .await
