@@ -56,6 +56,11 @@ fn main() {
         })
         .count();
     eprintln!("{} sentences, {segments} segments", sentences.len());
+    if std::env::var_os("MERGE").is_some() {
+        let started = Instant::now();
+        let merged = index.merge_segments().unwrap();
+        eprintln!("merged {merged} segments in {:.0?}", started.elapsed());
+    }
     let step = sentences.len() / 200;
     let queries: Vec<String> = (0..200)
         .map(|i| {

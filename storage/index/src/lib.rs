@@ -461,20 +461,23 @@ impl CollectionIndexes {
         Ok(())
     }
 
-    /// Whether [`CollectionIndexes::maintain`] has work: text writes to commit, or a
-    /// snapshot due.
+    /// Whether [`CollectionIndexes::maintain`] has work: text writes to commit, segments
+    /// to merge, or a snapshot due.
     pub fn needs_upkeep(&self) -> bool {
         self.text.is_dirty()
+            || self.text.wants_tidy()
             || self
                 .shelving
                 .as_ref()
                 .is_some_and(|shelving| shelving.due())
     }
 
-    /// Periodic upkeep: commit pending text writes; save the vectors once enough changed;
+    /// Periodic upkeep: commit pending text writes; merge the text segments of a quiet
+    /// index ([`TextIndex::tidy`]); save the vectors once enough changed;
     /// pack a snapshot when one is due (uploaded in the background).
     pub fn maintain(&self) -> Result<(), IndexError> {
         self.text.commit()?;
+        self.text.tidy()?;
         let saved_long_ago = self
             .saved_at
             .lock()
