@@ -89,11 +89,45 @@ impl IndexSettings {
         memories: &[IndexInput<'_>],
         fetch: FetchEmbeddings<'_>,
     ) -> Result<CollectionIndexes, IndexError> {
+        let saved = self.preload(tenant, collection, model);
+        self.open_preloaded(saved, tenant, collection, model, memories, fetch)
+    }
+
+    /// Reads a collection's saved index files before its memories are known, so that
+    /// start-up reads them while it reads the records (at a million memories the vectors
+    /// alone are about 900 MB). Nothing is read when the indexes live in memory, or when
+    /// this node has none saved and a snapshot may have to be unpacked first: then
+    /// [`IndexSettings::open_preloaded`] does all of it.
+    pub fn preload(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        model: &EmbeddingModel,
+    ) -> Option<SavedIndexes> {
+        let directory = self.directory(tenant, collection)?;
+        if self.shelf.is_some() && !has_saved_indexes(&directory) {
+            return None;
+        }
+        let label = format!("{tenant}/{collection}");
+        Some(SavedIndexes::read(&directory, model, &label))
+    }
+
+    /// [`IndexSettings::open_with`] from what [`IndexSettings::preload`] read.
+    pub fn open_preloaded(
+        &self,
+        saved: Option<SavedIndexes>,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        model: &EmbeddingModel,
+        memories: &[IndexInput<'_>],
+        fetch: FetchEmbeddings<'_>,
+    ) -> Result<CollectionIndexes, IndexError> {
         let label = format!("{tenant}/{collection}");
         let directory = self.directory(tenant, collection);
         let (Some(shelf), Some(directory)) = (&self.shelf, &directory) else {
             return CollectionIndexes::open(
                 directory.as_deref(),
+                saved,
                 model,
                 memories,
                 fetch,
@@ -101,9 +135,7 @@ impl IndexSettings {
                 None,
             );
         };
-        let saved = directory.join("vectors.json").exists()
-            || directory.join("text").join("meta.json").exists();
-        if !saved && !memories.is_empty() {
+        if saved.is_none() && !has_saved_indexes(directory) && !memories.is_empty() {
             let started = Instant::now();
             match shelf.fetch(tenant, collection) {
                 Ok(Some(packed)) => match snapshot::unpack(&packed, directory) {
@@ -127,6 +159,7 @@ impl IndexSettings {
         let shelving = snapshot::Shelving::new(shelf.clone(), tenant.clone(), collection.clone());
         CollectionIndexes::open(
             Some(directory),
+            saved,
             model,
             memories,
             fetch,
@@ -213,6 +246,7 @@ impl CollectionIndexes {
     /// [`snapshot`]).
     fn open(
         directory: Option<&Path>,
+        saved: Option<SavedIndexes>,
         model: &EmbeddingModel,
         memories: &[IndexInput<'_>],
         fetch: FetchEmbeddings<'_>,
@@ -232,10 +266,13 @@ impl CollectionIndexes {
             indexes.index_all(memories, fetch, |_, _| true, |_, _| true, 0, label)?;
             return Ok(indexes);
         };
-        std::fs::create_dir_all(directory).map_err(|error| IndexError::Io(error.to_string()))?;
-        let listed: Option<HashMap<u64, u64>> = snapshot::read_key_list(directory);
-        let (vector, vector_highest) = open_vectors(directory, model, memories.len(), label)?;
-        let (text, text_highest) = open_text(directory, label)?;
+        let saved = match saved {
+            Some(saved) => saved,
+            None => SavedIndexes::read(directory, model, label),
+        };
+        let listed = saved.listed;
+        let (vector, vector_highest) = saved.vector.open(model, memories.len(), label)?;
+        let (text, text_highest) = saved.text?;
         let fingerprints: Vec<u64> = if shelving.is_some() || listed.is_some() {
             memories
                 .iter()
@@ -556,60 +593,106 @@ impl CollectionIndexes {
     }
 }
 
-fn open_vectors(
-    directory: &Path,
-    model: &EmbeddingModel,
-    expected: usize,
-    label: &str,
-) -> Result<(VectorIndex, u64), IndexError> {
-    let dimensions = model.dimensions;
-    let meta: Option<VectorMeta> = std::fs::read(directory.join("vectors.json"))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
-    let made_by = |meta: &VectorMeta| {
-        let name = meta
-            .model
-            .clone()
-            .unwrap_or_else(|| EmbeddingModel::legacy().name);
-        meta.dimensions == dimensions && name == model.name
-    };
-    let loaded = match meta {
-        Some(meta) if made_by(&meta) => {
-            match VectorIndex::load(&directory.join("vectors.usearch"), dimensions) {
-                // Far more vectors than memories: mostly garbage from replaced keys.
-                Ok(index) if index.len() > expected * 2 + 1_000 => {
-                    tracing::info!(
-                        collection = label,
-                        "vector index has grown stale; rebuilding"
-                    );
-                    None
-                }
-                Ok(index) => {
-                    index.note_key(meta.highest_key);
-                    Some((index, meta.highest_key))
-                }
-                Err(error) => {
-                    tracing::warn!(collection = label, %error, "vector index unreadable; rebuilding");
-                    None
+/// Whether this node has a collection's index files (else a snapshot may be unpacked).
+fn has_saved_indexes(directory: &Path) -> bool {
+    directory.join("vectors.json").exists() || directory.join("text").join("meta.json").exists()
+}
+
+/// A collection's index files as read from its directory, before they are checked
+/// against its memories ([`IndexSettings::preload`]).
+pub struct SavedIndexes {
+    vector: VectorFile,
+    text: Result<(TextIndex, u64), IndexError>,
+    /// An unpacked snapshot's key list (see [`snapshot`]).
+    listed: Option<HashMap<u64, u64>>,
+}
+
+enum VectorFile {
+    /// The saved vectors and the highest key they hold.
+    Loaded(VectorIndex, u64),
+    /// None saved: a collection with memories rebuilds.
+    Absent,
+    /// Unusable (unreadable, another model, an error creating the directory): rebuilt.
+    Refused,
+}
+
+impl SavedIndexes {
+    fn read(directory: &Path, model: &EmbeddingModel, label: &str) -> Self {
+        if let Err(error) = std::fs::create_dir_all(directory) {
+            return Self {
+                vector: VectorFile::Refused,
+                text: Err(IndexError::Io(error.to_string())),
+                listed: None,
+            };
+        }
+        Self {
+            listed: snapshot::read_key_list(directory),
+            vector: VectorFile::read(directory, model, label),
+            text: open_text(directory, label),
+        }
+    }
+}
+
+impl VectorFile {
+    fn read(directory: &Path, model: &EmbeddingModel, label: &str) -> Self {
+        let dimensions = model.dimensions;
+        let meta: Option<VectorMeta> = std::fs::read(directory.join("vectors.json"))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        let made_by = |meta: &VectorMeta| {
+            let name = meta
+                .model
+                .clone()
+                .unwrap_or_else(|| EmbeddingModel::legacy().name);
+            meta.dimensions == dimensions && name == model.name
+        };
+        match meta {
+            Some(meta) if made_by(&meta) => {
+                match VectorIndex::load(&directory.join("vectors.usearch"), dimensions) {
+                    Ok(index) => {
+                        index.note_key(meta.highest_key);
+                        Self::Loaded(index, meta.highest_key)
+                    }
+                    Err(error) => {
+                        tracing::warn!(collection = label, %error, "vector index unreadable; rebuilding");
+                        Self::Refused
+                    }
                 }
             }
+            Some(_) => {
+                tracing::warn!(
+                    collection = label,
+                    "vector index was made by another model; rebuilding"
+                );
+                Self::Refused
+            }
+            None => Self::Absent,
         }
-        Some(_) => {
-            tracing::warn!(
-                collection = label,
-                "vector index was made by another model; rebuilding"
-            );
-            None
+    }
+
+    /// The index to keep for a collection of `expected` memories and the highest key it
+    /// holds (an empty index and 0 when it is rebuilt).
+    fn open(
+        self,
+        model: &EmbeddingModel,
+        expected: usize,
+        label: &str,
+    ) -> Result<(VectorIndex, u64), IndexError> {
+        match self {
+            // Far more vectors than memories: mostly garbage from replaced keys.
+            Self::Loaded(index, _) if index.len() > expected * 2 + 1_000 => {
+                tracing::info!(
+                    collection = label,
+                    "vector index has grown stale; rebuilding"
+                );
+            }
+            Self::Loaded(index, highest) => return Ok((index, highest)),
+            Self::Absent if expected > 0 => {
+                tracing::info!(collection = label, "no saved vector index; rebuilding");
+            }
+            Self::Absent | Self::Refused => {}
         }
-        None if expected > 0 => {
-            tracing::info!(collection = label, "no saved vector index; rebuilding");
-            None
-        }
-        None => None,
-    };
-    match loaded {
-        Some(loaded) => Ok(loaded),
-        None => Ok((VectorIndex::new(dimensions)?, 0)),
+        Ok((VectorIndex::new(model.dimensions)?, 0))
     }
 }
 

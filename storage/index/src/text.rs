@@ -350,9 +350,14 @@ impl TextIndex {
         filter: KeyFilter,
     ) -> Result<Vec<TextHit>, IndexError> {
         // Fast path: the plain top documents (block-max WAND skips most of the postings),
-        // with a margin for ineligible ones. It is exact when enough of them pass the
-        // filter, or when it returned everything that matches.
-        let fetch = count * 2 + 16;
+        // with a small margin for ineligible ones. It is exact when enough of them pass
+        // the filter, or when it returned everything that matches. The margin is small
+        // because block-max WAND's cost grows with the depth (the k-th score is its
+        // threshold): most searches have no ineligible hit at all, and a filter that
+        // rejects many top documents needs the exact path below anyway. A margin of
+        // `count + 8` instead of `2 * count + 16` took text top-20 at a million memories
+        // from 2.7 to 2.2 ms at p95.
+        let fetch = count + 8;
         let top = searcher
             .search(parsed, &TopDocs::with_limit(fetch))
             .map_err(text_error)?;

@@ -339,23 +339,40 @@ impl Actor for CollectionActor {
         let indexing = args.indexing.clone();
         let version = args.handle.snapshot.load().version;
         // Records only: the embeddings are read just for the vectors the saved index
-        // lacks (all of them only when it is rebuilt), never all held at once. The
-        // snapshot's maps are built on a second thread while the records are read (at a
-        // million memories each takes seconds), then the indexes are opened.
+        // lacks (all of them only when it is rebuilt), never all held at once. Three
+        // things overlap (at a million memories each takes seconds): the records are
+        // read here, the snapshot's maps are built from them on a second thread, and the
+        // saved index files are read on a third; then the indexes are brought up to date
+        // with the records.
         let (loaded, indexes) = tokio::task::spawn_blocking(move || {
             let (sender, receiver) = std::sync::mpsc::sync_channel::<MemoryRecord>(4096);
             std::thread::scope(|scope| {
                 let builder = scope.spawn(move || build_snapshot(receiver, version));
+                let preloading = scope.spawn(|| indexing.preload(&tenant, &name, &model));
                 let mut send = move |record: MemoryRecord| {
                     // The builder only stops early by panicking, which is resumed below.
                     let _ = sender.send(record);
                 };
                 let scanned = store.visit_memory_records(&tenant, &name, &mut send);
+                let scanned_at = started.elapsed();
                 drop(send);
                 let loaded = match builder.join() {
                     Ok(loaded) => loaded,
                     Err(panic) => std::panic::resume_unwind(panic),
                 };
+                let built_at = started.elapsed();
+                let saved = match preloading.join() {
+                    Ok(saved) => saved,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                };
+                tracing::debug!(
+                    tenant = %tenant,
+                    collection = %name,
+                    scanned_ms = scanned_at.as_millis() as u64,
+                    built_ms = built_at.as_millis() as u64,
+                    preloaded_ms = started.elapsed().as_millis() as u64,
+                    "collection records read"
+                );
                 scanned?;
                 let stored = &loaded.stored;
                 let inputs: Vec<IndexInput<'_>> = stored
@@ -381,7 +398,8 @@ impl Actor for CollectionActor {
                         })
                         .collect()
                 };
-                let indexes = indexing.open_with(&tenant, &name, &model, &inputs, &fetch);
+                let indexes =
+                    indexing.open_preloaded(saved, &tenant, &name, &model, &inputs, &fetch);
                 drop(inputs);
                 Ok::<_, memvault_storage::StorageError>((loaded, indexes))
             })

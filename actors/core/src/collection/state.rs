@@ -40,10 +40,17 @@ pub(super) fn least_id() -> SharedId {
 /// An immutable view of a collection's memories. The actor publishes a new one after
 /// every write; readers load it without touching the mailbox. `imbl` structures make the
 /// copy-on-publish O(1) and each update O(log n).
+///
+/// The maps are B-trees (`OrdMap`) except `keys`: an `imbl::HashMap` node is a fixed array
+/// of 32 entries, and at a million entries most of the deepest nodes hold one or two, so
+/// a million-entry map held about 310 MiB against 79 MiB as a B-tree (ids in both). `keys`
+/// stays a hash map because search asks it for every candidate the vector index visits,
+/// at random, where the B-tree's lookup took three times as long (1.9 against 0.7 µs).
 #[derive(Clone, Default)]
 pub struct CollectionSnapshot {
-    /// Memory by id, for gets.
-    pub memories: imbl::HashMap<SharedId, Arc<MemoryRecord>>,
+    /// Memory by id, for gets. Ids are time-ordered, so the records read at start arrive
+    /// in order and the tree is built along its right edge.
+    pub memories: imbl::OrdMap<SharedId, Arc<MemoryRecord>>,
     /// Memories in listing order (the key ends with the id), so a page is a walk, not a
     /// sort.
     pub order: imbl::OrdSet<ListKey>,
@@ -53,10 +60,10 @@ pub struct CollectionSnapshot {
     /// Slot → (created_at, id) of the memories on it not superseded: its value, and any
     /// time-bound values over it that set it aside for a while (they may have expired;
     /// readers check).
-    pub slots: imbl::HashMap<String, imbl::OrdSet<(DateTime<Utc>, SharedId)>>,
+    pub slots: imbl::OrdMap<String, imbl::OrdSet<(DateTime<Utc>, SharedId)>>,
     /// Slot → (created_at, id) of every memory that ever held it, superseded ones
     /// included: the slot's history.
-    pub slot_history: imbl::HashMap<String, imbl::OrdSet<(DateTime<Utc>, SharedId)>>,
+    pub slot_history: imbl::OrdMap<String, imbl::OrdSet<(DateTime<Utc>, SharedId)>>,
     /// (until, id) of every set-aside of a memory not superseded: who is set aside now,
     /// for contradictions and health.
     pub set_aside: imbl::OrdSet<(DateTime<Utc>, SharedId)>,
@@ -89,11 +96,29 @@ fn time_boundaries(memory: &MemoryRecord) -> impl Iterator<Item = DateTime<Utc>>
         .chain(memory.suspensions.iter().map(|suspension| suspension.until))
 }
 
-/// A stable-in-process fingerprint of a text's words, case and punctuation ignored.
+/// A stable-in-process fingerprint of a text's words, case and punctuation ignored: the
+/// words of [`memvault_extract::normalize_value`], hashed as they are read. Texts whose
+/// normalized values are equal have equal fingerprints. Building the normalized string
+/// first was an eighth of a million-memory collection's start-up.
 pub fn text_fingerprint(text: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
+    use std::hash::Hasher;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    memvault_extract::normalize_value(text).hash(&mut hasher);
+    let mut lowered = String::new();
+    for word in text
+        .split(|character: char| !character.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+    {
+        lowered.clear();
+        if word.is_ascii() {
+            lowered.extend(word.chars().map(|character| character.to_ascii_lowercase()));
+        } else {
+            // `str::to_lowercase`, as the normalized value: it lowercases a word-final
+            // sigma by its context, which a character at a time cannot.
+            lowered.push_str(&word.to_lowercase());
+        }
+        hasher.write(lowered.as_bytes());
+        hasher.write_u8(b' ');
+    }
     hasher.finish()
 }
 
@@ -271,7 +296,7 @@ impl CollectionSnapshot {
 
     fn members<'s>(
         &'s self,
-        index: &'s imbl::HashMap<String, imbl::OrdSet<(DateTime<Utc>, SharedId)>>,
+        index: &'s imbl::OrdMap<String, imbl::OrdSet<(DateTime<Utc>, SharedId)>>,
         slot: &str,
     ) -> impl Iterator<Item = &'s Arc<MemoryRecord>> + 's {
         index
@@ -394,6 +419,48 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn texts_share_a_fingerprint_exactly_when_their_normalized_values_match() {
+        let texts = [
+            "New  York!",
+            "new york",
+            "NEW-YORK",
+            "New Yorker",
+            "newyork",
+            "ΟΔΟΣ",
+            "οδος",
+            "Οδός",
+            "Straße 5",
+            "STRASSE 5",
+            "",
+            "...",
+        ];
+        for a in texts {
+            for b in texts {
+                let same =
+                    memvault_extract::normalize_value(a) == memvault_extract::normalize_value(b);
+                assert_eq!(
+                    text_fingerprint(a) == text_fingerprint(b),
+                    same,
+                    "{a:?} and {b:?}"
+                );
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn equal_normalized_values_give_equal_fingerprints(a in "\\PC{0,24}", b in "\\PC{0,24}") {
+            if memvault_extract::normalize_value(&a) == memvault_extract::normalize_value(&b) {
+                prop_assert_eq!(text_fingerprint(&a), text_fingerprint(&b));
+            }
+            let upper = a.to_uppercase();
+            if memvault_extract::normalize_value(&upper) == memvault_extract::normalize_value(&a) {
+                prop_assert_eq!(text_fingerprint(&upper), text_fingerprint(&a));
+            }
+        }
+    }
 
     fn memory(id: u8, second: u8, pinned: bool, archived: bool) -> Arc<MemoryRecord> {
         let at = Utc
