@@ -50,9 +50,11 @@ impl OnnxEmbedder {
         library: &Path,
         precision: Precision,
     ) -> Result<Self, EmbeddingError> {
+        let started = std::time::Instant::now();
         let environment = runtime::environment(library)?;
         let tokenizer = minilm::load_tokenizer(directory)?;
         let model = graph::build(&directory.join("model.safetensors"), precision)?;
+        let built = started.elapsed();
         let workers = std::thread::available_parallelism().map_or(1, |count| count.get());
         let session_error =
             |error: ort::Error| EmbeddingError::Load(format!("ONNX Runtime session: {error}"));
@@ -72,10 +74,30 @@ impl OnnxEmbedder {
                 .map(Mutex::new)
                 .map_err(session_error)
         };
-        let sessions = (0..workers)
-            .map(|_| session(1))
-            .collect::<Result<Vec<_>, _>>()?;
-        let solo = (workers > 1).then(|| session(workers)).transpose()?;
+        // The sessions are opened side by side: each optimizes the graph on its own, and
+        // one after another they took nearly half of the model's start, which a server's
+        // start waits for (0.43 of 0.93 s on two cores; 0.27 s side by side).
+        let (sessions, solo) = std::thread::scope(|scope| {
+            let opening: Vec<_> = (0..workers).map(|_| scope.spawn(|| session(1))).collect();
+            let solo = (workers > 1).then(|| session(workers)).transpose();
+            let sessions = opening
+                .into_iter()
+                .map(|opening| {
+                    opening.join().unwrap_or_else(|_| {
+                        Err(EmbeddingError::Load(
+                            "opening an ONNX Runtime session panicked".to_owned(),
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>();
+            (sessions, solo)
+        });
+        let (sessions, solo) = (sessions?, solo?);
+        tracing::debug!(
+            graph_ms = built.as_millis() as u64,
+            sessions_ms = (started.elapsed() - built).as_millis() as u64,
+            "ONNX Runtime model opened"
+        );
         Ok(Self {
             sessions,
             solo,
