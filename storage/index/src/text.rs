@@ -164,8 +164,8 @@ impl TextIndex {
     }
 
     /// Merges every committed segment into one and waits for it; returns how many
-    /// segments there were (`memvault bench` and measurements; the service merges in
-    /// the background through [`TextIndex::tidy`]).
+    /// segments there were (the `text_scale` example measures both shapes; the service
+    /// merges in the background through [`TextIndex::tidy`]).
     pub fn merge_segments(&self) -> Result<usize, IndexError> {
         let ids = self.index.searchable_segment_ids().map_err(text_error)?;
         if ids.len() > 1 {
@@ -239,15 +239,12 @@ impl TextIndex {
         if readers.len() < 2 {
             return false;
         }
-        let total: u64 = readers
+        let (total, largest) = readers
             .iter()
-            .map(|reader| u64::from(reader.num_docs()))
-            .sum();
-        let largest = readers
-            .iter()
-            .map(|reader| u64::from(reader.num_docs()))
-            .max()
-            .unwrap_or(0);
+            .fold((0u64, 0u64), |(total, largest), reader| {
+                let documents = u64::from(reader.num_docs());
+                (total + documents, largest.max(documents))
+            });
         (largest as f64) < total as f64 * MERGED_SHARE
     }
 

@@ -110,7 +110,8 @@ pub fn text_fingerprint(text: &str) -> u64 {
     {
         lowered.clear();
         if word.is_ascii() {
-            lowered.extend(word.chars().map(|character| character.to_ascii_lowercase()));
+            lowered.push_str(word);
+            lowered.make_ascii_lowercase();
         } else {
             // `str::to_lowercase`, as the normalized value: it lowercases a word-final
             // sigma by its context, which a character at a time cannot.
