@@ -765,10 +765,17 @@ fn a_sync_killed_with_kill_9_resumes_from_its_checkpoint_without_duplicates() {
     };
     assert_eq!(resumed["status"], "ok", "{resumed:#}");
     assert_eq!(resumed["trigger"], "schedule", "{resumed:#}");
-    // The counts carry over from the checkpoint: the run is the one the kill cut.
-    assert_eq!(resumed["synced_count"], 40, "{resumed:#}");
-    assert_eq!(
-        resumed["unchanged_count"], 0,
+    // The counts carry over from the checkpoint: the run is the one the kill cut. A page
+    // stored after the last checkpoint and before the kill is read again and found
+    // unchanged (the same allowance of 2 as the pages read again below); one stored
+    // twice would count as synced twice and make the sum exceed 40.
+    let (synced, unchanged) = (
+        resumed["synced_count"].as_u64().unwrap(),
+        resumed["unchanged_count"].as_u64().unwrap(),
+    );
+    assert_eq!(synced + unchanged, 40, "{resumed:#}");
+    assert!(
+        unchanged <= 2,
         "the resumed run read pages before its checkpoint again: {resumed:#}"
     );
     // Pages whose blocks were read after the restart: a run started over reads all 40.
