@@ -91,6 +91,13 @@ fn main() {
                 }
             }
         }
+        if std::env::var_os("SLOWEST").is_some() {
+            let mut slowest: Vec<(f64, &String)> = times.iter().copied().zip(&queries).collect();
+            slowest.sort_by(|a, b| b.0.total_cmp(&a.0));
+            for (ms, query) in slowest.iter().take(8) {
+                println!("{depth:>4} {ms:6.2} ms  {query}");
+            }
+        }
         report(&format!("top {depth}"), times);
     }
     // Twenty keys spread over the collection, as a hybrid's vector candidates are.

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
+use ort::session::builder::{GraphOptimizationLevel, PrepackedWeights, SessionBuilder};
 use ort::session::Session;
 use ort::value::Tensor;
 use tokenizers::Tokenizer;
@@ -59,9 +59,14 @@ impl OnnxEmbedder {
         let session_error =
             |error: ort::Error| EmbeddingError::Load(format!("ONNX Runtime session: {error}"));
         let option_error = |error: ort::Error<SessionBuilder>| session_error(error.into());
+        // The sessions share one copy of the weights ONNX Runtime lays out for its kernels
+        // (each kept its own: three copies of the model in memory).
+        let prepacked = PrepackedWeights::new();
         let session = |threads: usize| {
             Session::builder(&environment)
                 .map_err(session_error)?
+                .with_prepacked_weights(&prepacked)
+                .map_err(option_error)?
                 .with_optimization_level(GraphOptimizationLevel::All)
                 .map_err(option_error)?
                 .with_intra_threads(threads)

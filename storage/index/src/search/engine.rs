@@ -14,7 +14,7 @@ use memvault_storage::MemoryRecord;
 
 use super::fusion::{convex_fusion, Candidate, Candidates};
 use super::{SearchMode, SearchQuery};
-use crate::{CollectionIndexes, IndexError, KeyFilter};
+use crate::{CollectionIndexes, IndexError, KeyFilter, TextHit};
 
 /// What the engine reads of a collection: its current memories by index key. The
 /// collection's published snapshot implements it; the engine never sees the actor.
@@ -81,12 +81,15 @@ pub fn search_collection<S: MemoryLookup>(
             let fusion = query.fusion;
             let window = query.limit.max(fusion.window);
             let narrow = query.filter.narrows();
-            // The two lists are independent: one on a helper thread, one here.
-            let (vector_hits, text_hits) = std::thread::scope(|scope| {
+            // The two lists are independent: one on a helper thread, one here. This
+            // thread, done first (HNSW is the quicker), also scores its vector hits' BM25
+            // while the text list is still being read: the text side is the slower, so the
+            // scoring costs the answer nothing.
+            let (vector_side, text_hits) = std::thread::scope(|scope| {
                 let text_side = scope.spawn(|| {
                     text_candidates(snapshot, indexes, &query.text, window, accept.clone())
                 });
-                let vector_hits: Result<Vec<(u64, f32)>, IndexError> = match vector {
+                let vector_side = match vector {
                     Some(vector) => vector_candidates(
                         snapshot.as_ref(),
                         indexes,
@@ -95,20 +98,30 @@ pub fn search_collection<S: MemoryLookup>(
                         narrow,
                         &accept,
                     )
-                    .map(|hits| {
-                        hits.into_iter()
+                    .and_then(|hits| {
+                        let hits: Vec<(u64, f32)> = hits
+                            .into_iter()
                             .filter(|(_, similarity)| *similarity >= query.min_score)
-                            .collect()
+                            .collect();
+                        let keys: Vec<u64> = hits.iter().map(|(key, _)| *key).collect();
+                        let bm25 = indexes.text.score(&query.text, &keys)?;
+                        Ok((hits, bm25))
                     }),
-                    None => Ok(Vec::new()),
+                    None => Ok((Vec::new(), Vec::new())),
                 };
                 let text_hits = text_side
                     .join()
                     .unwrap_or_else(|_| Err(IndexError::Text("text search panicked".to_owned())));
-                (vector_hits, text_hits)
+                (vector_side, text_hits)
             });
-            let candidates =
-                hybrid_candidates(indexes, &query.text, vector, vector_hits?, text_hits?)?;
+            let (vector_hits, vector_bm25) = vector_side?;
+            let candidates = hybrid_candidates(
+                indexes,
+                vector,
+                vector_hits,
+                &vector_bm25,
+                text_hits?,
+            );
             Ok(convex_fusion(&candidates, fusion.vector_weight)
                 .into_iter()
                 .filter_map(|(key, score)| resolve(key).map(|memory| (memory, score)))
@@ -119,17 +132,18 @@ pub fn search_collection<S: MemoryLookup>(
 }
 
 /// Both lists as one set of candidates, each with both scores exactly: the vector hits,
-/// given their BM25 by scoring just them (a vector hit ranked deep in BM25 gets its real,
-/// small score, and the text list is read only as deep as the window); and the BM25 hits,
-/// given their cosine against the query vector exactly (a BM25 hit below `min_score` or
-/// outside the vector window: SPEC rule 2), so it counts as much as anyone's.
+/// given their BM25 by scoring just them (`vector_bm25`: a vector hit ranked deep in BM25
+/// gets its real, small score, and the text list is read only as deep as the window); and
+/// the BM25 hits, given their cosine against the query vector exactly (a BM25 hit below
+/// `min_score` or outside the vector window: SPEC rule 2), so it counts as much as anyone's.
+/// A key in both lists keeps the text list's BM25.
 fn hybrid_candidates(
     indexes: &CollectionIndexes,
-    text: &str,
     vector: Option<&[f32]>,
     vector_hits: Vec<(u64, f32)>,
+    vector_bm25: &[TextHit],
     text_hits: Vec<(u64, f32)>,
-) -> Result<Vec<Candidate>, IndexError> {
+) -> Vec<Candidate> {
     let mut candidates = Candidates::with_capacity(vector_hits.len() + text_hits.len());
     for (key, similarity) in &vector_hits {
         candidates.add_similarity(*key, *similarity);
@@ -141,20 +155,17 @@ fn hybrid_candidates(
         }
         candidates.add_bm25(*key, *bm25);
     }
-    let unscored: Vec<u64> = vector_hits
-        .iter()
-        .map(|(key, _)| *key)
-        .filter(|key| !text_hits.iter().any(|(hit, _)| hit == key))
-        .collect();
-    for hit in indexes.text.score(text, &unscored)? {
-        candidates.add_bm25(hit.key, hit.score);
+    for hit in vector_bm25 {
+        if !text_hits.iter().any(|(key, _)| *key == hit.key) {
+            candidates.add_bm25(hit.key, hit.score);
+        }
     }
     if let Some(vector) = vector {
         for (key, similarity) in indexes.vector.score(vector, &text_only) {
             candidates.add_similarity(key, similarity);
         }
     }
-    Ok(candidates.into_vec())
+    candidates.into_vec()
 }
 
 /// The `count` most similar eligible keys with their cosine similarity, best first.
