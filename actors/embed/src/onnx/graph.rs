@@ -54,16 +54,30 @@ pub(crate) const INPUT_IDS: &str = "input_ids";
 pub(crate) const ATTENTION_MASK: &str = "attention_mask";
 pub(crate) const HIDDEN_STATE: &str = "last_hidden_state";
 
+/// The name of the word-embedding table in the graph.
+pub(crate) const WORD_EMBEDDINGS: &str = "word_embeddings";
+
+/// A built graph, and its largest weight apart for sessions to share.
+pub(crate) struct Built {
+    pub model: Vec<u8>,
+    /// [`WORD_EMBEDDINGS`]'s shape and values (fp32 in both precisions, 45 MiB).
+    pub word_embeddings: (Vec<i64>, Vec<f32>),
+}
+
 /// The serialized model of the weights in `safetensors`.
-pub(crate) fn build(safetensors: &Path, precision: Precision) -> Result<Vec<u8>, EmbeddingError> {
+pub(crate) fn build(safetensors: &Path, precision: Precision) -> Result<Built, EmbeddingError> {
     let weights = Weights::load(safetensors)?;
+    let (words, shape) = weights.get("embeddings.word_embeddings.weight")?;
     let mut builder = Builder {
         graph: GraphWriter::default(),
         weights,
         precision,
     };
     builder.model()?;
-    Ok(builder.graph.into_model("all-MiniLM-L6-v2", "memvault"))
+    Ok(Built {
+        model: builder.graph.into_model("all-MiniLM-L6-v2", "memvault"),
+        word_embeddings: (shape.iter().map(|&dim| dim as i64).collect(), words),
+    })
 }
 
 struct Weights(HashMap<String, Tensor>);
@@ -170,17 +184,11 @@ impl Builder {
         }
         let dims = |shape: &[usize]| shape.iter().map(|&dim| dim as i64).collect::<Vec<_>>();
         self.graph
-            .floats("word_embeddings", &dims(&word_shape), &words);
+            .floats(WORD_EMBEDDINGS, &dims(&word_shape), &words);
         self.graph
             .floats("position_embeddings", &dims(&position_shape), &positions);
         let graph = &mut self.graph;
-        graph.node(
-            "Gather",
-            "",
-            &["word_embeddings", INPUT_IDS],
-            &["words"],
-            &[],
-        );
+        graph.node("Gather", "", &[WORD_EMBEDDINGS, INPUT_IDS], &["words"], &[]);
         graph.node("Shape", "", &[INPUT_IDS], &["ids_shape"], &[]);
         graph.node("Gather", "", &["ids_shape", "one"], &["tokens"], &[]);
         graph.node(

@@ -9,11 +9,11 @@ mod runtime;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use ort::session::builder::{GraphOptimizationLevel, PrepackedWeights, SessionBuilder};
 use ort::session::Session;
-use ort::value::Tensor;
+use ort::value::{DynValue, Tensor};
 use tokenizers::Tokenizer;
 
 pub use graph::Precision;
@@ -53,7 +53,19 @@ impl OnnxEmbedder {
         let started = std::time::Instant::now();
         let environment = runtime::environment(library)?;
         let tokenizer = minilm::load_tokenizer(directory)?;
-        let model = graph::build(&directory.join("model.safetensors"), precision)?;
+        let graph::Built {
+            model,
+            word_embeddings: (shape, words),
+        } = graph::build(&directory.join("model.safetensors"), precision)?;
+        // The sessions share one word-embedding table (each held its own copy: 45 MiB a
+        // session, the model's largest weight).
+        let words: Arc<DynValue> = Arc::new(
+            Tensor::from_array((shape, words))
+                .map_err(|error| {
+                    EmbeddingError::Load(format!("ONNX Runtime word embeddings: {error}"))
+                })?
+                .into_dyn(),
+        );
         let built = started.elapsed();
         let workers = std::thread::available_parallelism().map_or(1, |count| count.get());
         let session_error =
@@ -66,6 +78,8 @@ impl OnnxEmbedder {
             Session::builder(&environment)
                 .map_err(session_error)?
                 .with_prepacked_weights(&prepacked)
+                .map_err(option_error)?
+                .with_initializer(graph::WORD_EMBEDDINGS, words.clone())
                 .map_err(option_error)?
                 .with_optimization_level(GraphOptimizationLevel::All)
                 .map_err(option_error)?

@@ -115,13 +115,8 @@ pub fn search_collection<S: MemoryLookup>(
                 (vector_side, text_hits)
             });
             let (vector_hits, vector_bm25) = vector_side?;
-            let candidates = hybrid_candidates(
-                indexes,
-                vector,
-                vector_hits,
-                &vector_bm25,
-                text_hits?,
-            );
+            let candidates =
+                hybrid_candidates(indexes, vector, vector_hits, &vector_bm25, text_hits?);
             Ok(convex_fusion(&candidates, fusion.vector_weight)
                 .into_iter()
                 .filter_map(|(key, score)| resolve(key).map(|memory| (memory, score)))
