@@ -96,8 +96,8 @@ impl VectorIndex {
             }
             index.change_expansion_search(EXPANSION_SEARCH);
             // Room for an eighth more before the first growth (which doubles): usearch
-            // sizes its slot tables by the capacity (about 32 bytes a slot), so twice the
-            // size held some 35 MiB more at a million vectors for adds that may never come.
+            // sizes its per-slot tables by the capacity, so twice the size held tables for
+            // a million more slots at a million vectors, for adds that may never come.
             let capacity = (index.size() + index.size() / 8).max(1024);
             index
                 .reserve_capacity_and_threads(capacity, THREADS)
