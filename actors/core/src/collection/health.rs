@@ -91,6 +91,12 @@ fn adjust(count: &mut u64, up: bool) {
 }
 
 impl HealthCounters {
+    /// Rebuilds the time indexes with full B-tree leaves ([`CollectionSnapshot::pack`]).
+    pub(super) fn pack(&mut self) {
+        self.touched = super::packed::packed_set(&self.touched);
+        self.expiring = super::packed::packed_set(&self.expiring);
+    }
+
     pub(super) fn add(&mut self, memory: &MemoryRecord, id: &SharedId) {
         self.apply(memory, id, true);
     }

@@ -20,6 +20,7 @@ mod health;
 mod keys;
 mod maintenance;
 mod messages;
+mod packed;
 mod remember;
 mod state;
 
@@ -284,7 +285,7 @@ struct Loaded {
     highest_key: u64,
 }
 
-/// Builds the snapshot from the records as they are read. Every memory gets a unique
+/// Builds the snapshot from the records as they are read, then packs it. Every memory gets a unique
 /// index key: loaded records keep theirs; a missing (0) or duplicated key gets a fresh one
 /// above all others once every record is read.
 fn build_snapshot(records: std::sync::mpsc::Receiver<MemoryRecord>, version: u64) -> Loaded {
@@ -315,6 +316,7 @@ fn build_snapshot(records: std::sync::mpsc::Receiver<MemoryRecord>, version: u64
         snapshot.insert(record.clone());
         stored.push(record);
     }
+    snapshot.pack();
     Loaded {
         snapshot,
         stored,

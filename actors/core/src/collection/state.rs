@@ -160,6 +160,32 @@ impl memvault_index::search::engine::MemoryLookup for CollectionSnapshot {
 }
 
 impl CollectionSnapshot {
+    /// Rebuilds the large ordered maps with every B-tree leaf full (see `packed.rs`): a
+    /// collection built by inserts holds them half full. The contents are unchanged.
+    /// Opening a collection packs its snapshot once its records are read; the two halves
+    /// of the work run on two threads.
+    pub fn pack(&mut self) {
+        use super::packed::{packed_map, packed_set};
+        let (memories, order, fingerprints) = (&self.memories, &self.order, &self.fingerprints);
+        let health = &mut self.health;
+        let ((memories, order), fingerprints) = std::thread::scope(|scope| {
+            let first = scope.spawn(|| (packed_map(memories), packed_set(order)));
+            let fingerprints = packed_set(fingerprints);
+            health.pack();
+            match first.join() {
+                Ok(packed) => (packed, fingerprints),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        });
+        self.memories = memories;
+        self.order = order;
+        self.fingerprints = fingerprints;
+        self.superseded = packed_set(&self.superseded);
+        self.boundaries = packed_set(&self.boundaries);
+        self.file_memories = packed_set(&self.file_memories);
+        self.file_digests = packed_set(&self.file_digests);
+    }
+
     /// The memory `id` of this collection (`collection`, for the error), or
     /// `MemoryNotFound`.
     pub fn memory(
