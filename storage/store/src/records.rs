@@ -1,7 +1,10 @@
 //! The persisted shapes. Serialized as JSON inside the store so that a record written by
 //! one version stays readable by the next (new fields carry `#[serde(default)]`).
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::fmt;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -246,6 +249,37 @@ pub struct CreatedBy {
     pub label: String,
 }
 
+impl CreatedBy {
+    /// The same author as one this thread made or read lately, when there is one: a
+    /// collection's memories are written by a few agents, and two strings per memory were
+    /// about 64 bytes of each record held in memory (60 MiB at a million).
+    pub fn shared(created_by: CreatedBy) -> Arc<CreatedBy> {
+        /// Authors kept per thread; the oldest goes first.
+        const RECENT: usize = 8;
+        thread_local! {
+            static RECENT_AUTHORS: RefCell<VecDeque<Arc<CreatedBy>>> =
+                const { RefCell::new(VecDeque::new()) };
+        }
+        RECENT_AUTHORS.with_borrow_mut(|recent| {
+            if let Some(found) = recent.iter().find(|known| ***known == created_by) {
+                return found.clone();
+            }
+            let shared = Arc::new(created_by);
+            if recent.len() == RECENT {
+                recent.pop_front();
+            }
+            recent.push_back(shared.clone());
+            shared
+        })
+    }
+
+    fn deserialize_shared<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Arc<CreatedBy>, D::Error> {
+        CreatedBy::deserialize(deserializer).map(CreatedBy::shared)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryRecord {
     pub id: String,
@@ -265,7 +299,9 @@ pub struct MemoryRecord {
     pub pinned: bool,
     #[serde(default)]
     pub archived: bool,
-    pub created_by: CreatedBy,
+    /// Shared with the other memories the same agent wrote (see [`CreatedBy::shared`]).
+    #[serde(deserialize_with = "CreatedBy::deserialize_shared")]
+    pub created_by: Arc<CreatedBy>,
     /// Id of the newer memory that superseded this one (graph memory); None while current.
     #[serde(default)]
     pub superseded_by: Option<String>,
@@ -317,7 +353,7 @@ impl MemoryRecord {
             updated_at: now,
             pinned: false,
             archived: false,
-            created_by,
+            created_by: CreatedBy::shared(created_by),
             superseded_by: None,
             superseded_at: None,
             slot: None,

@@ -143,7 +143,8 @@ pub fn sample_memory(id: &str, text: &str) -> StoredMemory {
             created_by: CreatedBy {
                 id: "key_suite".to_owned(),
                 label: "suite".to_owned(),
-            },
+            }
+            .into(),
             superseded_by: None,
             superseded_at: None,
             slot: None,

@@ -326,7 +326,8 @@ mod tests {
             created_by: CreatedBy {
                 id: "k".to_owned(),
                 label: "l".to_owned(),
-            },
+            }
+            .into(),
             superseded_by: shape.superseded.then(|| "newer".to_owned()),
             superseded_at: shape.superseded.then_some(updated),
             slot: None,

@@ -533,7 +533,8 @@ mod tests {
             created_by: CreatedBy {
                 id: "k".to_owned(),
                 label: "l".to_owned(),
-            },
+            }
+            .into(),
             superseded_by: None,
             superseded_at: None,
             slot: None,
