@@ -1,12 +1,14 @@
 //! How much memory a collection's records and its published snapshot hold, per memory,
 //! and how long building the snapshot takes: `cargo run --release -p memvault-core
-//! --example snapshot_size -- 200000`. Records are shaped like the bench's (a sentence of
-//! about 120 characters, an API key's `created_by`, no metadata).
+//! --example snapshot_size -- 200000`, built as a collection's opening builds it, or by
+//! one insert after another with `--inserted` (as writes grow it). Records are shaped
+//! like the bench's (a sentence of about 120 characters, an API key's `created_by`, no
+//! metadata).
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use memvault_core::collection::CollectionSnapshot;
+use memvault_core::collection::{CollectionSnapshot, SnapshotBuilder};
 use memvault_storage::{CreatedBy, MemoryRecord};
 
 fn resident_bytes() -> usize {
@@ -24,6 +26,7 @@ fn main() {
         .nth(1)
         .and_then(|count| count.parse().ok())
         .unwrap_or(200_000);
+    let inserted = std::env::args().any(|arg| arg == "--inserted");
     let created_by = CreatedBy {
         id: "key_0193a1b2c3d4e5f6a7b8c9d0e1f2a3b4".to_owned(),
         label: "bootstrap".to_owned(),
@@ -55,10 +58,19 @@ fn main() {
         started.elapsed().as_secs_f64()
     );
     let started = Instant::now();
-    let mut snapshot = CollectionSnapshot::default();
-    for record in &records {
-        snapshot.insert(record.clone());
-    }
+    let snapshot = if inserted {
+        let mut snapshot = CollectionSnapshot::default();
+        for record in &records {
+            snapshot.insert(record.clone());
+        }
+        snapshot
+    } else {
+        let mut builder = SnapshotBuilder::new(0);
+        for record in &records {
+            builder.add(record.clone());
+        }
+        builder.finish()
+    };
     let after_snapshot = resident_bytes();
     println!(
         "snapshot maps: {:.0} B each, built in {:.2} s",
@@ -70,14 +82,5 @@ fn main() {
         (after_snapshot - base) as f64 / count as f64,
         snapshot.memories.len(),
         (after_snapshot - base) as f64 / 1048576.0
-    );
-    let started = Instant::now();
-    snapshot.pack();
-    let after_pack = resident_bytes();
-    println!(
-        "packed: {:.0} B each in all ({:.0} MiB), packed in {:.2} s",
-        (after_pack - base) as f64 / count as f64,
-        (after_pack - base) as f64 / 1048576.0,
-        started.elapsed().as_secs_f64()
     );
 }

@@ -104,7 +104,7 @@ mod tests {
             },
             now,
         );
-        memory.container_tag = Some("user-1".to_owned());
+        memory.container_tag = Some("user-1".into());
         let event = MemoryEvent {
             tenant: TenantId::generate(),
             collection: CollectionName::parse("notes").unwrap(),

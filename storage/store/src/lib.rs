@@ -67,3 +67,5 @@ pub use store::{
     AccountStore, AuditStore, ConnectorStore, ImportStore, IngestStore, JobStore, MemoryStore,
     MetaStore, OutboxStore, ReembedStore, SessionStore, Store,
 };
+/// The vector type of a record's rarely filled lists (see [`MemoryRecord::images`]).
+pub use thin_vec::ThinVec;

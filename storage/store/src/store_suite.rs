@@ -134,8 +134,8 @@ pub fn sample_memory(id: &str, text: &str) -> StoredMemory {
                 .as_object()
                 .unwrap()
                 .clone(),
-            container_tag: Some("user-1".to_owned()),
-            images: Vec::new(),
+            container_tag: Some("user-1".into()),
+            images: Default::default(),
             created_at: now,
             updated_at: now,
             pinned: false,
@@ -150,7 +150,7 @@ pub fn sample_memory(id: &str, text: &str) -> StoredMemory {
             slot: None,
             value: None,
             expires_at: None,
-            suspensions: Vec::new(),
+            suspensions: Default::default(),
             index_key: 0,
         },
         embedding: (0..384).map(|index| index as f32 / 384.0 - 0.5).collect(),

@@ -7,6 +7,7 @@
 //! current, not pinned and not updated for `stale_days`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use memvault_storage::MemoryRecord;
@@ -91,22 +92,45 @@ fn adjust(count: &mut u64, up: bool) {
 }
 
 impl HealthCounters {
-    /// Rebuilds the time indexes with full B-tree leaves ([`CollectionSnapshot::pack`]).
-    pub(super) fn pack(&mut self) {
-        self.touched = super::packed::packed_set(&self.touched);
-        self.expiring = super::packed::packed_set(&self.expiring);
+    pub(super) fn add(&mut self, memory: &MemoryRecord, id: &SharedId) {
+        self.apply(memory, id, true, true);
     }
 
-    pub(super) fn add(&mut self, memory: &MemoryRecord, id: &SharedId) {
-        self.apply(memory, id, true);
+    /// `add` while a collection opens: all but the `touched` entry, which
+    /// [`Self::set_touched`] puts in once every record is read.
+    pub(super) fn gather(&mut self, memory: &MemoryRecord, id: &SharedId) {
+        self.apply(memory, id, true, false);
+    }
+
+    /// The `touched` entries of `memories`, for [`Self::set_touched`].
+    pub(super) fn touched_entries(
+        memories: &[(SharedId, Arc<MemoryRecord>)],
+    ) -> Vec<(DateTime<Utc>, SharedId)> {
+        let count = memories
+            .iter()
+            .filter(|(_, memory)| can_go_stale(memory))
+            .count();
+        let mut entries = Vec::with_capacity(count);
+        entries.extend(
+            memories
+                .iter()
+                .filter(|(_, memory)| can_go_stale(memory))
+                .map(|(id, memory)| (memory.updated_at, id.clone())),
+        );
+        entries
+    }
+
+    /// The `touched` set of a collection that is opening, packed ([`super::packed`]).
+    pub(super) fn set_touched(&mut self, touched: Vec<(DateTime<Utc>, SharedId)>) {
+        self.touched = super::packed::packed_set(touched);
     }
 
     /// Exactly undoes `add` of the same record.
     pub(super) fn remove(&mut self, memory: &MemoryRecord, id: &SharedId) {
-        self.apply(memory, id, false);
+        self.apply(memory, id, false, true);
     }
 
-    fn apply(&mut self, memory: &MemoryRecord, id: &SharedId, add: bool) {
+    fn apply(&mut self, memory: &MemoryRecord, id: &SharedId, add: bool, with_touched: bool) {
         if memory.pinned {
             adjust(&mut self.pinned, add);
         }
@@ -140,10 +164,14 @@ impl HealthCounters {
             if *day == 0 {
                 self.touched_days.remove(&day_of(memory.updated_at));
             }
-            if add {
-                self.touched.insert(entry);
-            } else {
-                self.touched.remove(&entry);
+            match (add, with_touched) {
+                (_, false) => {}
+                (true, true) => {
+                    self.touched.insert(entry);
+                }
+                (false, true) => {
+                    self.touched.remove(&entry);
+                }
             }
         }
     }
@@ -318,7 +346,7 @@ mod tests {
             source: "api".to_owned(),
             metadata: Default::default(),
             container_tag: None,
-            images: Vec::new(),
+            images: Default::default(),
             created_at: base(),
             updated_at: updated,
             pinned: shape.pinned,
@@ -416,6 +444,72 @@ mod tests {
             stale_ids.sort();
             brute.sort();
             prop_assert_eq!(stale_ids, brute);
+        }
+    }
+
+    /// The record of `shape`, with a slot (two memories in three) and a file (one in
+    /// four), so every map of the snapshot has entries.
+    fn with_slot_and_file(shape: &Shape) -> Arc<MemoryRecord> {
+        let mut memory = (*record(shape)).clone();
+        if !shape.id.is_multiple_of(3) {
+            memory.slot = Some(format!("user/slot{}", shape.id % 5));
+        }
+        if shape.id.is_multiple_of(4) {
+            let file = format!("file{}", shape.id % 8);
+            memory
+                .metadata
+                .insert("file_id".to_owned(), file.clone().into());
+            memory.metadata.insert("sha256".to_owned(), file.into());
+        }
+        Arc::new(memory)
+    }
+
+    proptest! {
+        /// A collection's opening ([`SnapshotBuilder`], records in any order) builds what
+        /// inserting the same memories one by one builds, every map and counter of it.
+        #[test]
+        fn the_builder_makes_what_inserts_make(
+            steps in prop::collection::vec(step(), 0..80),
+            reversed: bool,
+        ) {
+            let mut inserted = CollectionSnapshot::default();
+            for step in steps {
+                match step {
+                    Step::Put(shape) => inserted.insert(with_slot_and_file(&shape)),
+                    Step::Remove(id) => { inserted.remove(&format!("m{id:03}")); }
+                }
+            }
+            let mut records: Vec<Arc<MemoryRecord>> = inserted.memories.values().cloned().collect();
+            if reversed {
+                records.reverse();
+            }
+            let mut builder = crate::collection::SnapshotBuilder::new(inserted.version);
+            for record in records {
+                builder.add(record);
+            }
+            let built = builder.finish();
+            prop_assert_eq!(&built.memories, &inserted.memories);
+            prop_assert_eq!(&built.order, &inserted.order);
+            prop_assert_eq!(&built.fingerprints, &inserted.fingerprints);
+            prop_assert_eq!(&built.slots, &inserted.slots);
+            prop_assert_eq!(&built.slot_history, &inserted.slot_history);
+            prop_assert_eq!(&built.set_aside, &inserted.set_aside);
+            prop_assert_eq!(&built.boundaries, &inserted.boundaries);
+            prop_assert_eq!(&built.superseded, &inserted.superseded);
+            prop_assert_eq!(&built.file_digests, &inserted.file_digests);
+            prop_assert_eq!(&built.file_memories, &inserted.file_memories);
+            prop_assert_eq!(built.keys.len(), inserted.keys.len());
+            for (key, memory) in inserted.keys.iter() {
+                prop_assert_eq!(built.keys.get(key), Some(memory));
+            }
+            let (built, inserted) = (&built.health, &inserted.health);
+            prop_assert_eq!(
+                (built.pinned, built.archived, &built.categories),
+                (inserted.pinned, inserted.archived, &inserted.categories)
+            );
+            prop_assert_eq!(&built.expiring, &inserted.expiring);
+            prop_assert_eq!(&built.touched, &inserted.touched);
+            prop_assert_eq!(&built.touched_days, &inserted.touched_days);
         }
     }
 

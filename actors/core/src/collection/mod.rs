@@ -40,7 +40,7 @@ pub use health::{recount, stale_cutoff, CollectionHealth};
 pub use keys::KeyTable;
 pub use messages::{CollectionMessage, Switch};
 pub use remember::{apply_changes, decide, stored_targets, Change, Decision, IncomingFact, Target};
-pub use state::{CollectionHandle, CollectionSnapshot};
+pub use state::{CollectionHandle, CollectionSnapshot, SnapshotBuilder};
 
 use crate::call::blocking;
 use crate::error::{Error, Result};
@@ -285,14 +285,11 @@ struct Loaded {
     highest_key: u64,
 }
 
-/// Builds the snapshot from the records as they are read, then packs it. Every memory gets a unique
+/// Builds the snapshot from the records as they are read. Every memory gets a unique
 /// index key: loaded records keep theirs; a missing (0) or duplicated key gets a fresh one
 /// above all others once every record is read.
 fn build_snapshot(records: std::sync::mpsc::Receiver<MemoryRecord>, version: u64) -> Loaded {
-    let mut snapshot = CollectionSnapshot {
-        version,
-        ..CollectionSnapshot::default()
-    };
+    let mut snapshot = SnapshotBuilder::new(version);
     let mut stored = Vec::new();
     // Index keys, hashed with FxHash: SipHash was a hundredth of start-up at a million.
     let mut seen = rustc_hash::FxHashSet::default();
@@ -306,19 +303,18 @@ fn build_snapshot(records: std::sync::mpsc::Receiver<MemoryRecord>, version: u64
         }
         highest_key = highest_key.max(key);
         let record = Arc::new(record);
-        snapshot.insert(record.clone());
+        snapshot.add(record.clone());
         stored.push(record);
     }
     for mut record in unkeyed {
         highest_key += 1;
         record.index_key = highest_key;
         let record = Arc::new(record);
-        snapshot.insert(record.clone());
+        snapshot.add(record.clone());
         stored.push(record);
     }
-    snapshot.pack();
     Loaded {
-        snapshot,
+        snapshot: snapshot.finish(),
         stored,
         highest_key,
     }

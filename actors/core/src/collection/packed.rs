@@ -7,6 +7,9 @@
 //! pointers (528 bytes even in a leaf). At a million memories the snapshot's ordered maps
 //! held about 350 bytes per memory, half of it empty room.
 //!
+//! A collection's opening gathers those maps' entries first and makes each tree here at
+//! the end ([`super::SnapshotBuilder`]).
+//!
 //! `imbl` has no bulk load, but its splits are deterministic, so the order of the inserts
 //! decides how full the leaves end. Fed in ascending order, a tree splits its last leaf
 //! when it would hold 65 entries: 32 stay on the left, the 33rd goes up as the separator,
@@ -38,20 +41,28 @@ fn packed_order<A>(sorted: impl Iterator<Item = A>, mut insert: impl FnMut(A)) {
     second.into_iter().for_each(insert);
 }
 
-/// The same set, with full leaves.
-pub fn packed_set<A: Ord + Clone>(set: &OrdSet<A>) -> OrdSet<A> {
+/// A set of `items` (in any order; duplicates are dropped) with full leaves.
+pub fn packed_set<A: Ord + Clone>(mut items: Vec<A>) -> OrdSet<A> {
+    items.sort();
+    items.dedup();
     let mut packed = OrdSet::new();
-    packed_order(set.iter().cloned(), |item| {
+    packed_order(items.into_iter(), |item| {
         packed.insert(item);
     });
     packed
 }
 
-/// The same map, with full leaves.
-pub fn packed_map<K: Ord + Clone, V: Clone>(map: &OrdMap<K, V>) -> OrdMap<K, V> {
+/// A map of `entries` (in any order; of two with the same key, the later is kept) with
+/// full leaves.
+pub fn packed_map<K: Ord + Clone, V: Clone>(mut entries: Vec<(K, V)>) -> OrdMap<K, V> {
+    // Stable, so of equal keys the later stays last; `dedup_by` keeps the first of a run.
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.reverse();
+    entries.dedup_by(|next, kept| next.0 == kept.0);
+    entries.reverse();
     let mut packed = OrdMap::new();
-    packed_order(map.iter().map(|(k, v)| (k.clone(), v.clone())), |(k, v)| {
-        packed.insert(k, v);
+    packed_order(entries.into_iter(), |(key, value)| {
+        packed.insert(key, value);
     });
     packed
 }
@@ -72,19 +83,21 @@ mod tests {
     }
 
     #[test]
-    fn the_first_pass_holds_the_separators() {
-        // The first pass of 200 items: the even positions of each run of 65 and its 65th.
-        let mut first = Vec::new();
-        let mut calls = 0;
-        packed_order(0..200usize, |item| {
-            calls += 1;
-            if calls <= 200 - 99 {
-                first.push(item);
-            }
-        });
-        assert!(first.contains(&64) && first.contains(&129) && first.contains(&194));
-        assert!(!first.contains(&63) && !first.contains(&65) && !first.contains(&1));
-        assert!(first.contains(&66) && first.contains(&0));
+    fn the_first_pass_is_every_other_entry_and_the_separators() {
+        // 200 items: three runs of 65 (33 in the first pass each: 32 even positions and
+        // the separator) and 5 more (0, 2 and 4 of them).
+        let mut calls = Vec::new();
+        packed_order(0..200usize, |item| calls.push(item));
+        let (first, second) = calls.split_at(3 * 33 + 3);
+        assert!(first.is_sorted() && second.is_sorted());
+        for separator in [64, 129, 194] {
+            assert!(first.contains(&separator));
+        }
+        for leaf_start in [0, 65, 130, 195] {
+            assert!(first.contains(&leaf_start) && second.contains(&(leaf_start + 1)));
+        }
+        assert!(first.contains(&62) && second.contains(&63));
+        assert!(first.contains(&199) && second.contains(&198));
     }
 
     proptest! {
@@ -94,7 +107,10 @@ mod tests {
             more in proptest::collection::vec(any::<u32>(), 0..200),
         ) {
             let grown: OrdMap<u32, u64> = keys.iter().map(|k| (*k, u64::from(*k) * 3)).collect();
-            let mut packed = packed_map(&grown);
+            // Given in reverse, with each key once more before its real value.
+            let mut entries: Vec<(u32, u64)> = keys.iter().map(|k| (*k, 0)).collect();
+            entries.extend(keys.iter().rev().map(|k| (*k, u64::from(*k) * 3)));
+            let mut packed = packed_map(entries);
             prop_assert_eq!(&packed, &grown);
             prop_assert!(packed.iter().map(|(k, _)| *k).eq(keys.iter().copied()));
             // It stays a working tree: inserts into full leaves split them, removes merge.
@@ -113,7 +129,9 @@ mod tests {
             }
             prop_assert_eq!(&packed, &model);
             let set: OrdSet<u32> = keys.iter().copied().collect();
-            prop_assert_eq!(packed_set(&set), set);
+            let mut items: Vec<u32> = keys.iter().rev().copied().collect();
+            items.extend(keys.iter().take(10));
+            prop_assert_eq!(packed_set(items), set);
         }
     }
 }

@@ -492,7 +492,7 @@ mod tests {
             source: "remember".to_owned(),
             metadata: Default::default(),
             container_tag: None,
-            images: Vec::new(),
+            images: Default::default(),
             created_at: at,
             updated_at: at,
             pinned: false,
@@ -507,7 +507,7 @@ mod tests {
             slot: fact.slot.clone(),
             value: Some(fact.value.clone()),
             expires_at: fact.valid_until,
-            suspensions: Vec::new(),
+            suspensions: Default::default(),
             index_key: key,
         }
     }

@@ -172,8 +172,8 @@ impl Memories {
                     record: MemoryRecord {
                         id,
                         metadata: memory.metadata,
-                        container_tag: memory.container_tag,
-                        images: memory.images,
+                        container_tag: memory.container_tag.map(String::into_boxed_str),
+                        images: memory.images.into(),
                         ..record
                     },
                     embedding,

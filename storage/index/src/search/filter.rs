@@ -30,7 +30,7 @@ impl SearchFilter {
             && self
                 .container_tag
                 .as_ref()
-                .is_none_or(|tag| memory.container_tag.as_ref() == Some(tag))
+                .is_none_or(|tag| memory.container_tag.as_deref() == Some(tag.as_str()))
             && self
                 .metadata
                 .as_ref()
