@@ -292,7 +292,8 @@ pub struct MemoryRecord {
     /// A `Box<str>`, not a `String`, and `images` and `suspensions` are `ThinVec`s (one
     /// pointer; an empty one allocates nothing): every record of a collection is held in
     /// memory, and at these sizes a shared record fits mimalloc's 320-byte size class
-    /// instead of 384 (60 MiB at a million; see the test at the end).
+    /// instead of 384 (see the test at the end). The server's RSS at a million did not
+    /// show the saving this should bring; not yet explained.
     #[serde(default)]
     pub container_tag: Option<Box<str>>,
     /// Attached files; empty until file upload lands.
