@@ -77,12 +77,37 @@ pub struct SledStore {
     account: Tree,
 }
 
-impl SledStore {
-    pub fn open(directory: &Path) -> Result<Self> {
-        let db = sled::Config::new()
+/// How long [`open_db`] waits for the data dir's lock before giving up.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Opens the sled database in `directory`. Dropping a `Db` does not release its file
+/// lock at once: sled's background writes hold the file until they finish. So a store
+/// opened again in the same process right after the last one was dropped (a test, an
+/// in-process restart) may find the lock still held for a moment; the open is retried
+/// until [`LOCK_WAIT`] has passed. Another live process holding the dir still fails,
+/// with sled's own error.
+fn open_db(directory: &Path) -> Result<Db> {
+    let started = std::time::Instant::now();
+    loop {
+        let opened = sled::Config::new()
             .path(directory)
             .cache_capacity(64 * 1024 * 1024)
-            .open()?;
+            .open();
+        match opened {
+            Err(sled::Error::Io(error))
+                if error.to_string().contains("could not acquire lock")
+                    && started.elapsed() < LOCK_WAIT =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            opened => return Ok(opened?),
+        }
+    }
+}
+
+impl SledStore {
+    pub fn open(directory: &Path) -> Result<Self> {
+        let db = open_db(directory)?;
         let tenants = db.open_tree("tenants")?;
         let data = db.open_tree("data")?;
         let outbox = db.open_tree("outbox")?;
@@ -1587,6 +1612,21 @@ mod tests {
         let store = SledStore::open(directory.path()).unwrap();
         assert_eq!(store.tenants().unwrap(), vec![tenant.clone()]);
         assert_eq!(store.memories(&tenant.id, &notes).unwrap(), vec![memory]);
+    }
+
+    #[test]
+    fn an_open_waits_for_a_lock_still_held_then_opens() {
+        let directory = tempfile::tempdir().unwrap();
+        let tenant = sample_tenant("waiting");
+        let first = SledStore::open(directory.path()).unwrap();
+        first.put_tenant(&tenant).unwrap();
+        let closer = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            drop(first);
+        });
+        let second = SledStore::open(directory.path()).unwrap();
+        closer.join().unwrap();
+        assert_eq!(second.tenants().unwrap(), vec![tenant]);
     }
 
     /// Writes `memories` as a data dir from before the split held them: one value per
