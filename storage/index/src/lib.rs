@@ -22,7 +22,7 @@ use memvault_storage::{CollectionName, EmbeddingModel, TenantId};
 use serde::{Deserialize, Serialize};
 
 pub use snapshot::{snapshot_path, SnapshotShelf, SNAPSHOT_FOLDER};
-pub use text::{KeyFilter, TextHit, TextIndex};
+pub use text::{KeyFilter, ScoreFloor, TextHit, TextIndex};
 pub use vector::{dot, Quantization, VectorHit, VectorIndex};
 
 #[derive(Debug, thiserror::Error)]

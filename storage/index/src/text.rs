@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -306,6 +306,19 @@ impl TextIndex {
         count: usize,
         filter: KeyFilter,
     ) -> Result<Vec<TextHit>, IndexError> {
+        self.search_above(query, count, filter, None)
+    }
+
+    /// [`Self::search`], skipping what cannot reach `floor`: a score that another thread
+    /// may set while this search runs ([`Self::floor`] of documents it already knows), so
+    /// that block-max WAND prunes from there on. The answer is the same as without it.
+    pub fn search_above(
+        &self,
+        query: &str,
+        count: usize,
+        filter: KeyFilter,
+        floor: Option<&ScoreFloor>,
+    ) -> Result<Vec<TextHit>, IndexError> {
         if count == 0 {
             return Ok(Vec::new());
         }
@@ -316,14 +329,13 @@ impl TextIndex {
             self.commit()?;
         }
         let searcher = self.reader.searcher();
-        let Some(content) = &words.content else {
-            let parsed = self.parse_present(&searcher, &words.all);
-            return self.top(&searcher, parsed.as_ref(), count, filter);
-        };
+        let (parsed, depth) = self.candidate_query(&searcher, &words, count);
+        let candidates = self.top(&searcher, parsed.as_ref(), depth, filter, floor)?;
+        if words.content.is_none() {
+            return Ok(candidates);
+        }
         // The candidates by content words, more than asked so that the stop words'
         // share of the score can reorder them, ranked by the whole query.
-        let parsed = self.parse_present(&searcher, content);
-        let candidates = self.top(&searcher, parsed.as_ref(), count * 2 + 16, filter)?;
         let keys: Vec<u64> = candidates.iter().map(|hit| hit.key).collect();
         let all = self.parse_present(&searcher, &words.all);
         let mut hits = self.score_keys(&searcher, all.as_ref(), &keys)?;
@@ -341,6 +353,65 @@ impl TextIndex {
         Ok(hits)
     }
 
+    /// The query a search for `count` results finds its candidates by, and how many it
+    /// asks [`Self::top`] for: the content words with a margin when the query has stop
+    /// words too, else every word.
+    fn candidate_query(
+        &self,
+        searcher: &Searcher,
+        words: &Words,
+        count: usize,
+    ) -> (Box<dyn Query>, usize) {
+        match &words.content {
+            Some(content) => (self.parse_present(searcher, content), with_margin(count)),
+            None => (self.parse_present(searcher, &words.all), count),
+        }
+    }
+
+    /// How many documents [`Self::floor`] needs to give a floor for a search of `count`
+    /// results, whatever the query: as many as the search reads when it has stop words.
+    pub fn floor_keys(count: usize) -> usize {
+        fetched(with_margin(count))
+    }
+
+    /// A floor for [`Self::search_above`] with the same `query` and `count`: a score that
+    /// enough of `keys` reach by the words the search finds its candidates by that the
+    /// search's candidates all score at least that much; `None` when too few of them match.
+    pub fn floor(
+        &self,
+        query: &str,
+        count: usize,
+        keys: &[u64],
+    ) -> Result<Option<f32>, IndexError> {
+        let Some(words) = Words::of(query) else {
+            return Ok(None);
+        };
+        if count == 0 || keys.is_empty() {
+            return Ok(None);
+        }
+        if self.is_dirty() {
+            self.commit()?;
+        }
+        let searcher = self.reader.searcher();
+        let (parsed, depth) = self.candidate_query(&searcher, &words, count);
+        let fetch = fetched(depth);
+        if keys.len() < fetch {
+            return Ok(None);
+        }
+        let mut scores: Vec<f32> = self
+            .score_keys(&searcher, parsed.as_ref(), keys)?
+            .into_iter()
+            .map(|hit| hit.score)
+            .collect();
+        if scores.len() < fetch {
+            return Ok(None);
+        }
+        scores.sort_by(|a, b| b.total_cmp(a));
+        // Scored term by term here and by the query's union scorer in the search, the sum
+        // may differ in its last bits: the floor is kept a little below.
+        Ok(Some(scores[fetch - 1] * (1.0 - 1e-4)))
+    }
+
     /// The `count` best matches of a parsed query whose key passes `filter`.
     fn top(
         &self,
@@ -348,6 +419,7 @@ impl TextIndex {
         parsed: &dyn Query,
         count: usize,
         filter: KeyFilter,
+        floor: Option<&ScoreFloor>,
     ) -> Result<Vec<TextHit>, IndexError> {
         // Fast path: the plain top documents (block-max WAND skips most of the postings),
         // with a small margin for ineligible ones. It is exact when enough of them pass
@@ -357,10 +429,13 @@ impl TextIndex {
         // rejects many top documents needs the exact path below anyway. A margin of
         // `count + 8` instead of `2 * count + 16` took text top-20 at a million memories
         // from 2.7 to 2.2 ms at p95.
-        let fetch = count + 8;
-        let top = searcher
-            .search(parsed, &TopDocs::with_limit(fetch))
-            .map_err(text_error)?;
+        let fetch = fetched(count);
+        let mut top = top_documents(searcher, parsed, fetch, floor)?;
+        if top.len() < fetch && floor.is_some_and(ScoreFloor::is_set) {
+            // The floor was of documents this searcher does not hold (deleted since):
+            // short of them, the list cannot say that nothing else matches.
+            top = top_documents(searcher, parsed, fetch, None)?;
+        }
         let exhausted = top.len() < fetch;
         let mut hits = self.keys_of(searcher, top)?;
         hits.retain(|hit| filter(hit.key));
@@ -627,6 +702,143 @@ impl Words {
     }
 }
 
+/// The `count` best-scoring documents of `parsed`, best first (ties: the earlier
+/// document), as Tantivy's `TopDocs` finds them but with an exact threshold.
+///
+/// Block-max WAND skips every block whose best possible score is not above the current
+/// threshold, so its cost falls as soon as the threshold rises. `TopDocs` raises it only
+/// each time its buffer of `2 × count` fills (to that buffer's median), so early in the
+/// postings it lags far below the `count`th best score seen; this heap raises it with every
+/// document that enters once `count` are held.
+///
+/// With a `floor`, the threshold is at least the floor's score as soon as it is set (a
+/// document scoring exactly that is still taken).
+fn top_documents(
+    searcher: &Searcher,
+    parsed: &dyn Query,
+    count: usize,
+    floor: Option<&ScoreFloor>,
+) -> Result<Vec<(f32, tantivy::DocAddress)>, IndexError> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let weight = parsed
+        .weight(EnableScoring::enabled_from_searcher(searcher))
+        .map_err(text_error)?;
+    let mut heap: std::collections::BinaryHeap<Ranked> =
+        std::collections::BinaryHeap::with_capacity(count + 1);
+    let mut threshold = f32::MIN;
+    for (ordinal, reader) in searcher.segment_readers().iter().enumerate() {
+        let segment = ordinal as u32;
+        let alive = reader.alive_bitset();
+        let start = match floor.map(ScoreFloor::below) {
+            Some(below) if below > threshold => below,
+            _ => threshold,
+        };
+        weight
+            .for_each_pruning(start, reader, &mut |doc, score| {
+                if alive.is_some_and(|alive| alive.is_deleted(doc)) {
+                    return threshold;
+                }
+                heap.push(Ranked {
+                    score,
+                    address: tantivy::DocAddress::new(segment, doc),
+                });
+                if heap.len() > count {
+                    heap.pop();
+                }
+                if heap.len() == count {
+                    threshold = heap.peek().map_or(threshold, |worst| worst.score);
+                }
+                match floor.map(ScoreFloor::below) {
+                    Some(below) if below > threshold => below,
+                    _ => threshold,
+                }
+            })
+            .map_err(text_error)?;
+    }
+    let mut ranked = heap.into_vec();
+    ranked.sort();
+    Ok(ranked
+        .into_iter()
+        .map(|ranked| (ranked.score, ranked.address))
+        .collect())
+}
+
+/// How many candidates a query with stop words is read for, for `count` results: a margin
+/// of half the count for the documents the stop words lift from further down (rare; and
+/// block-max WAND's cost grows with the depth: at a million memories, reading 64 instead
+/// of 46 for a hybrid's 20 made its text side half again as slow).
+fn with_margin(count: usize) -> usize {
+    count + count / 2 + 8
+}
+
+/// How many documents [`TextIndex::top`] reads for `count` results: a small margin for
+/// ineligible ones (see there).
+fn fetched(count: usize) -> usize {
+    count + 8
+}
+
+/// A BM25 score that a search's candidates are known to reach, set by another thread
+/// while the search runs ([`TextIndex::floor`], [`TextIndex::search_above`]). Hybrid search
+/// scores its vector candidates' words on one thread while the text list is read on the
+/// other: when enough of them match well (a query whose answer is in many memories), the
+/// text search skips everything below them instead of finding that out itself.
+#[derive(Debug, Default)]
+pub struct ScoreFloor(AtomicU32);
+
+impl ScoreFloor {
+    /// Raises the floor to `score` (BM25 scores are not negative; a lower one is ignored).
+    pub fn raise(&self, score: f32) {
+        if score > 0.0 {
+            self.0.fetch_max(score.to_bits(), Ordering::Relaxed);
+        }
+    }
+
+    fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed) != 0
+    }
+
+    /// The threshold that still takes a document scoring exactly the floor (WAND takes
+    /// only scores above its threshold); `f32::MIN` while unset.
+    fn below(&self) -> f32 {
+        match self.0.load(Ordering::Relaxed) {
+            0 => f32::MIN,
+            bits => f32::from_bits(bits).next_down(),
+        }
+    }
+}
+
+/// A document in [`top_documents`]' heap, ordered worst last: a lower score, or the same
+/// score and a later document, is greater (so the heap's top is the one to drop).
+struct Ranked {
+    score: f32,
+    address: tantivy::DocAddress,
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other
+            .score
+            .total_cmp(&self.score)
+            .then_with(|| self.address.cmp(&other.address))
+    }
+}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+
+impl Eq for Ranked {}
+
 fn text_error(error: impl std::fmt::Display) -> IndexError {
     IndexError::Text(error.to_string())
 }
@@ -685,6 +897,110 @@ mod tests {
         assert!(!index.wants_tidy_after(Duration::ZERO));
         index.add(31, "one more harbour").unwrap();
         assert!(!index.wants_tidy_after(Duration::ZERO));
+    }
+
+    /// Two segments of texts drawn from a few words (long postings, many equal scores),
+    /// with some memories deleted.
+    fn crowded_index() -> TextIndex {
+        let index = TextIndex::in_memory().unwrap();
+        let words = [
+            "harbour", "lisbon", "river", "garden", "the", "of", "ship", "night", "market",
+        ];
+        let mut state = 7_u64;
+        for key in 1..=3_000u64 {
+            let mut text = Vec::new();
+            for _ in 0..(3 + key % 5) {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push(words[(state >> 33) as usize % words.len()]);
+            }
+            index.add(key, &text.join(" ")).unwrap();
+            if key == 1_700 {
+                index.commit().unwrap();
+            }
+        }
+        for key in (5..3_000).step_by(97) {
+            index.remove(key);
+        }
+        index.commit().unwrap();
+        assert_eq!(index.reader.searcher().segment_readers().len(), 2);
+        index
+    }
+
+    #[test]
+    fn the_exact_threshold_finds_what_top_docs_finds() {
+        let index = crowded_index();
+        let searcher = index.reader.searcher();
+        for query in [
+            "harbour",
+            "harbour lisbon",
+            "ship night market river",
+            "the of garden",
+        ] {
+            let parsed = index.parse(&Words::of(query).unwrap().all);
+            for count in [1, 10, 46, 200] {
+                let theirs = searcher
+                    .search(parsed.as_ref(), &TopDocs::with_limit(count))
+                    .unwrap();
+                let ours = top_documents(&searcher, parsed.as_ref(), count, None).unwrap();
+                // Block-max WAND sums a document's term scores in an order that depends on
+                // its threshold, so a score may differ in its last bit, and two documents
+                // that close may swap places.
+                let close = |a: f32, b: f32| (a - b).abs() <= 1e-5 * a.abs().max(1.0);
+                assert_eq!(ours.len(), theirs.len(), "{query} top {count}");
+                for ((mine, _), (its, _)) in ours.iter().zip(&theirs) {
+                    assert!(
+                        close(*mine, *its),
+                        "{query} top {count}: {mine} against {its}"
+                    );
+                }
+                let last = theirs.last().map_or(0.0, |(score, _)| *score);
+                for (score, address) in &theirs {
+                    if !close(*score, last) {
+                        assert!(
+                            ours.iter().any(|(_, ours)| ours == address),
+                            "{query} top {count}: {address:?} missing"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// A floor from documents the search would find anyway, or from more documents than
+    /// it reads, or one too high (documents deleted since it was taken), answers the same.
+    #[test]
+    fn a_floor_changes_no_answer() {
+        let index = crowded_index();
+        for query in ["harbour lisbon", "the ship of the night", "market"] {
+            for count in [5, 20] {
+                let plain = index.search(query, count, all()).unwrap();
+                let keys: Vec<u64> = (1..=3_000).collect();
+                let floor = ScoreFloor::default();
+                let score = index.floor(query, count, &keys).unwrap().unwrap();
+                floor.raise(score);
+                let floored = index
+                    .search_above(query, count, all(), Some(&floor))
+                    .unwrap();
+                assert_eq!(floored, plain, "{query} top {count}");
+                // Too few keys for a floor.
+                assert_eq!(index.floor(query, count, &keys[..count]).unwrap(), None);
+                let wrong = ScoreFloor::default();
+                wrong.raise(1_000.0);
+                let above = index
+                    .search_above(query, count, all(), Some(&wrong))
+                    .unwrap();
+                assert_eq!(above, plain, "{query} top {count}, floor too high");
+            }
+        }
+        // A floor only rises.
+        let floor = ScoreFloor::default();
+        assert_eq!(floor.below(), f32::MIN);
+        floor.raise(2.0);
+        floor.raise(1.0);
+        floor.raise(-3.0);
+        assert_eq!(floor.below(), 2.0_f32.next_down());
     }
 
     #[test]

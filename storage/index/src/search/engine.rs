@@ -14,7 +14,7 @@ use memvault_storage::MemoryRecord;
 
 use super::fusion::{convex_fusion, Candidate, Candidates};
 use super::{SearchMode, SearchQuery};
-use crate::{CollectionIndexes, IndexError, KeyFilter, TextHit};
+use crate::{CollectionIndexes, IndexError, KeyFilter, ScoreFloor, TextHit, TextIndex};
 
 /// What the engine reads of a collection: its current memories by index key. The
 /// collection's published snapshot implements it; the engine never sees the actor.
@@ -67,7 +67,7 @@ pub fn search_collection<S: MemoryLookup>(
                 .collect())
         }
         SearchMode::Text => {
-            let hits = text_candidates(snapshot, indexes, &query.text, query.limit, accept)?;
+            let hits = text_candidates(snapshot, indexes, &query.text, query.limit, accept, None)?;
             // BM25 is unbounded; report it relative to the best match (1.0).
             let best = hits
                 .first()
@@ -84,23 +84,39 @@ pub fn search_collection<S: MemoryLookup>(
             // The two lists are independent: one on a helper thread, one here. This
             // thread, done first (HNSW is the quicker), also scores its vector hits' BM25
             // while the text list is still being read: the text side is the slower, so the
-            // scoring costs the answer nothing.
+            // scoring costs the answer nothing. It reads a few more vector hits than the
+            // window and gives the text search the BM25 that enough of them reach as its
+            // floor: when the answer is in many memories, their scores are the text list's
+            // own, and the text search stops reading what cannot reach them.
+            let floor = ScoreFloor::default();
             let (vector_side, text_hits) = std::thread::scope(|scope| {
                 let text_side = scope.spawn(|| {
-                    text_candidates(snapshot, indexes, &query.text, window, accept.clone())
+                    text_candidates(
+                        snapshot,
+                        indexes,
+                        &query.text,
+                        window,
+                        accept.clone(),
+                        Some(&floor),
+                    )
                 });
                 let vector_side = match vector {
                     Some(vector) => vector_candidates(
                         snapshot.as_ref(),
                         indexes,
                         vector,
-                        window,
+                        TextIndex::floor_keys(window),
                         narrow,
                         &accept,
                     )
                     .and_then(|hits| {
+                        let keys: Vec<u64> = hits.iter().map(|(key, _)| *key).collect();
+                        if let Some(score) = indexes.text.floor(&query.text, window, &keys)? {
+                            floor.raise(score);
+                        }
                         let hits: Vec<(u64, f32)> = hits
                             .into_iter()
+                            .take(window)
                             .filter(|(_, similarity)| *similarity >= query.min_score)
                             .collect();
                         let keys: Vec<u64> = hits.iter().map(|(key, _)| *key).collect();
@@ -229,13 +245,14 @@ fn text_candidates<S: MemoryLookup>(
     text: &str,
     count: usize,
     accept: impl Fn(&MemoryRecord) -> bool + Send + Sync + 'static,
+    floor: Option<&ScoreFloor>,
 ) -> Result<Vec<(u64, f32)>, IndexError> {
     let snapshot = snapshot.clone();
     let filter: KeyFilter =
         Arc::new(move |key| snapshot.by_key(key).is_some_and(|memory| accept(memory)));
     Ok(indexes
         .text
-        .search(text, count, filter)?
+        .search_above(text, count, filter, floor)?
         .into_iter()
         .map(|hit| (hit.key, hit.score))
         .collect())
