@@ -16,9 +16,9 @@ use memvault_core::service::BootstrapOutcome;
 use memvault_core::service::{IntelligenceConfig, ModelPrice};
 use memvault_core::{Memvault, ServiceConfig};
 use memvault_embed::{
-    default_model_cache_dir, ensure_minilm_weights, ensure_onnxruntime, Embedder, EmbeddingError,
-    EmbeddingService, MiniLmEmbedder, ModelSource, OnnxEmbedder, OpenAiEmbedder, OpenAiSettings,
-    Precision, MINILM_INT8,
+    default_model_cache_dir, ensure_minilm_weights, ensure_onnxruntime, Deferred, Embedder,
+    EmbeddingError, EmbeddingService, MiniLmEmbedder, ModelSource, OnnxEmbedder, OpenAiEmbedder,
+    OpenAiSettings, Precision, MINILM_INT8,
 };
 use memvault_llm::LlmConfig;
 use memvault_mail::Mailer;
@@ -143,7 +143,9 @@ impl ConfiguredModels {
     /// Starts `model` on the configured runtime. With `runtime = "auto"` and `fallback`,
     /// an ONNX Runtime that cannot load is logged and candle runs fp32 all-MiniLM-L6-v2
     /// instead (for the int8 model that is another model: its collections are
-    /// re-embedded).
+    /// re-embedded). Once the library has loaded, the model's name is settled: a graph or
+    /// session that then fails to open (never seen with the pinned library) is logged and
+    /// answered as an error by every embedding, not replaced by another model.
     fn start_local(
         &self,
         model: LocalModel,
@@ -180,16 +182,20 @@ impl ConfiguredModels {
         Ok(EmbeddingService::start(embedder, self.max_batch))
     }
 
+    /// ONNX Runtime's library is loaded here (an error is known at once, for the
+    /// fallback); the graph is built and the sessions opened on a thread of their own,
+    /// beside whatever the caller does next (a server's start loads its collections
+    /// meanwhile: the model took about 0.9 s of a million memories' 10 s cold start).
     fn start_onnx(
         &self,
         directory: &std::path::Path,
         precision: Precision,
-    ) -> Result<OnnxEmbedder, EmbeddingError> {
+    ) -> Result<Deferred, EmbeddingError> {
         let library = match &self.onnxruntime_library {
             Some(library) => library.clone(),
             None => ensure_onnxruntime(&self.source.cache_dir, &self.source.python)?,
         };
-        OnnxEmbedder::load(directory, &library, precision)
+        Ok(OnnxEmbedder::prepare(directory, &library, precision)?.open_beside())
     }
 
     fn start_openai(&self) -> Result<EmbeddingService, EmbeddingError> {

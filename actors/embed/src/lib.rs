@@ -4,14 +4,18 @@
 //! and ONNX Runtime are fetched; and the [`EmbeddingService`] thread that batches requests
 //! from concurrent writers into one forward pass.
 
+mod deferred;
 mod minilm;
 mod onnx;
 mod openai;
 mod service;
 mod weights;
 
+pub use deferred::Deferred;
 pub use minilm::MiniLmEmbedder;
-pub use onnx::{ensure_onnxruntime, OnnxEmbedder, Precision, MINILM_INT8, ONNXRUNTIME_VERSION};
+pub use onnx::{
+    ensure_onnxruntime, OnnxEmbedder, OnnxLoad, Precision, MINILM_INT8, ONNXRUNTIME_VERSION,
+};
 pub use openai::{OpenAiEmbedder, OpenAiSettings};
 pub use service::EmbeddingService;
 pub use weights::{default_model_cache_dir, ensure_minilm_weights, ModelSource};

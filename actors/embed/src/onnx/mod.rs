@@ -7,7 +7,7 @@ mod graph;
 mod proto;
 mod runtime;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -20,7 +20,7 @@ pub use graph::Precision;
 pub use runtime::{ensure_onnxruntime, ONNXRUNTIME_VERSION};
 
 use crate::minilm::{self, CHUNK, MAX_TOKENS};
-use crate::{Embedder, EmbeddingError};
+use crate::{Deferred, Embedder, EmbeddingError};
 
 /// The int8 model's name: its vectors are not fp32's, so collections record it apart and
 /// the re-embed machinery converts between the two.
@@ -42,6 +42,18 @@ pub struct OnnxEmbedder {
     precision: Precision,
 }
 
+/// The quick half of loading the model: ONNX Runtime's library loaded and the tokenizer
+/// read, so a library that cannot run here is known at once. [`OnnxLoad::open`] does the
+/// slow half (the graph built from the weights, the sessions opened: most of a second),
+/// which a server's start runs beside its collections' loading
+/// ([`OnnxLoad::open_beside`]).
+pub struct OnnxLoad {
+    environment: ort::environment::Environment,
+    tokenizer: Tokenizer,
+    directory: PathBuf,
+    precision: Precision,
+}
+
 impl OnnxEmbedder {
     /// Builds the graph of `directory`'s weights in `precision` and opens it on the
     /// ONNX Runtime library at `library`.
@@ -50,9 +62,56 @@ impl OnnxEmbedder {
         library: &Path,
         precision: Precision,
     ) -> Result<Self, EmbeddingError> {
+        Self::prepare(directory, library, precision)?.open()
+    }
+
+    /// Loads ONNX Runtime from `library` and the tokenizer of `directory` (see
+    /// [`OnnxLoad`]).
+    pub fn prepare(
+        directory: &Path,
+        library: &Path,
+        precision: Precision,
+    ) -> Result<OnnxLoad, EmbeddingError> {
+        Ok(OnnxLoad {
+            environment: runtime::environment(library)?,
+            tokenizer: minilm::load_tokenizer(directory)?,
+            directory: directory.to_owned(),
+            precision,
+        })
+    }
+}
+
+impl OnnxLoad {
+    /// The model's name once open.
+    pub fn model_name(&self) -> &'static str {
+        model_name(self.precision)
+    }
+
+    /// The rest of the load on a thread of its own: the embedder answers for its name,
+    /// dimensions and tokens at once, and its first embedding waits for the load.
+    pub fn open_beside(self) -> Deferred {
+        let counter = minilm::token_counter(&self.tokenizer);
+        Deferred::spawn(
+            self.model_name(),
+            minilm::DIMENSIONS,
+            counter,
+            Some(MAX_TOKENS),
+            move || {
+                self.open()
+                    .map(|embedder| Arc::new(embedder) as Arc<dyn Embedder>)
+            },
+        )
+    }
+
+    /// Builds the graph and opens the sessions.
+    pub fn open(self) -> Result<OnnxEmbedder, EmbeddingError> {
+        let Self {
+            environment,
+            tokenizer,
+            directory,
+            precision,
+        } = self;
         let started = std::time::Instant::now();
-        let environment = runtime::environment(library)?;
-        let tokenizer = minilm::load_tokenizer(directory)?;
         let graph::Built {
             model,
             word_embeddings: (shape, words),
@@ -117,14 +176,16 @@ impl OnnxEmbedder {
             sessions_ms = (started.elapsed() - built).as_millis() as u64,
             "ONNX Runtime model opened"
         );
-        Ok(Self {
+        Ok(OnnxEmbedder {
             sessions,
             solo,
             tokenizer,
             precision,
         })
     }
+}
 
+impl OnnxEmbedder {
     fn embed_chunk(&self, session: &mut Session, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         let encodings = self
             .tokenizer
@@ -172,12 +233,16 @@ impl OnnxEmbedder {
     }
 }
 
+fn model_name(precision: Precision) -> &'static str {
+    match precision {
+        Precision::Fp32 => minilm::MINILM,
+        Precision::Int8 => MINILM_INT8,
+    }
+}
+
 impl Embedder for OnnxEmbedder {
     fn model_name(&self) -> &str {
-        match self.precision {
-            Precision::Fp32 => minilm::MINILM,
-            Precision::Int8 => MINILM_INT8,
-        }
+        model_name(self.precision)
     }
 
     fn dimensions(&self) -> usize {
