@@ -101,10 +101,11 @@ pub fn search_collection<S: MemoryLookup>(
                     )
                 });
                 let vector_side = match vector {
-                    Some(vector) => vector_candidates(
+                    Some(vector) => vector_candidates_beyond(
                         snapshot.as_ref(),
                         indexes,
                         vector,
+                        window,
                         TextIndex::floor_keys(window),
                         narrow,
                         &accept,
@@ -188,9 +189,25 @@ pub fn vector_candidates<S: MemoryLookup>(
     narrow: bool,
     accept: &(impl Fn(&MemoryRecord) -> bool + Sync),
 ) -> Result<Vec<(u64, f32)>, IndexError> {
+    vector_candidates_beyond(snapshot, indexes, query, count, count, narrow, accept)
+}
+
+/// [`vector_candidates`], and up to `more` of them when the graph walk finds that many.
+/// Only a walk short of `count` falls back to scoring every eligible memory exactly
+/// (about 2 s at a million): the ones beyond `count` are a bonus, never worth that.
+fn vector_candidates_beyond<S: MemoryLookup>(
+    snapshot: &S,
+    indexes: &CollectionIndexes,
+    query: &[f32],
+    count: usize,
+    more: usize,
+    narrow: bool,
+    accept: &(impl Fn(&MemoryRecord) -> bool + Sync),
+) -> Result<Vec<(u64, f32)>, IndexError> {
     if count == 0 || snapshot.is_empty() {
         return Ok(Vec::new());
     }
+    let more = more.max(count);
     let eligible_keys = || -> Vec<u64> {
         snapshot
             .keyed()
@@ -202,11 +219,11 @@ pub fn vector_candidates<S: MemoryLookup>(
     if narrow {
         let keys = eligible_keys();
         if keys.len() <= EXACT_LIMIT {
-            return Ok(exact(indexes, query, &keys, count));
+            return Ok(exact(indexes, query, &keys, more));
         }
         eligible = Some(keys);
     }
-    let hits = indexes.vector.search(query, count, |key| {
+    let hits = indexes.vector.search(query, more, |key| {
         snapshot.by_key(key).is_some_and(|memory| accept(memory))
     })?;
     if hits.len() >= count {
@@ -223,7 +240,7 @@ pub fn vector_candidates<S: MemoryLookup>(
             .map(|hit| (hit.key, hit.similarity))
             .collect());
     }
-    Ok(exact(indexes, query, &keys, count))
+    Ok(exact(indexes, query, &keys, more))
 }
 
 fn exact(
@@ -286,6 +303,75 @@ mod tests {
         let mut vector = vec![0.0; dimensions];
         vector[axis] = 1.0;
         vector
+    }
+
+    /// Asked for more than it must find, the walk's extra hits come back, best first, and
+    /// a collection smaller than `more` is answered whole.
+    #[test]
+    fn vector_candidates_beyond_the_count_come_from_the_walk() {
+        let model = EmbeddingModel::new("test", 8);
+        let vectors: Vec<(u64, Vec<f32>)> = (1..=30u64)
+            .map(|key| {
+                let mut vector = unit(8, key as usize % 8);
+                vector[(key as usize + 1) % 8] = 0.01 * key as f32;
+                let norm = dot(&vector, &vector).sqrt();
+                vector.iter_mut().for_each(|value| *value /= norm);
+                (key, vector)
+            })
+            .collect();
+        let inputs: Vec<IndexInput<'_>> = vectors
+            .iter()
+            .map(|(key, vector)| IndexInput {
+                key: *key,
+                text: "a note",
+                embedding: Some(vector),
+            })
+            .collect();
+        let settings = IndexSettings {
+            root: None,
+            model: model.clone(),
+            shelf: None,
+        };
+        let indexes = settings
+            .open(
+                &TenantId::from_stored("tenant-1"),
+                &CollectionName::parse("notes").unwrap(),
+                &model,
+                &inputs,
+            )
+            .unwrap();
+        let now = Utc::now();
+        let memories = Memories(
+            vectors
+                .iter()
+                .map(|(key, _)| {
+                    let created_by = CreatedBy {
+                        id: "key".to_owned(),
+                        label: "test".to_owned(),
+                    };
+                    let record = MemoryRecord::new(
+                        "a note".to_owned(),
+                        0.5,
+                        "fact".to_owned(),
+                        "test".to_owned(),
+                        created_by,
+                        now,
+                    );
+                    (*key, Arc::new(record))
+                })
+                .collect(),
+        );
+        let query = unit(8, 3);
+        let accept = |_: &MemoryRecord| true;
+        let hits =
+            vector_candidates_beyond(&memories, &indexes, &query, 5, 12, false, &accept).unwrap();
+        assert_eq!(hits.len(), 12);
+        assert!(hits.windows(2).all(|pair| pair[0].1 >= pair[1].1));
+        let first = vector_candidates(&memories, &indexes, &query, 5, false, &accept).unwrap();
+        assert_eq!(first[..], hits[..5]);
+        let all =
+            vector_candidates_beyond(&memories, &indexes, &query, 5, 50, false, &accept).unwrap();
+        assert_eq!(all.len(), 30);
     }
 
     /// The best vector match mentions the query's word once in a long text, so 60 other
