@@ -305,96 +305,9 @@ mod tests {
         vector
     }
 
-    /// Asked for more than it must find, the walk's extra hits come back, best first, and
-    /// a collection smaller than `more` is answered whole.
-    #[test]
-    fn vector_candidates_beyond_the_count_come_from_the_walk() {
+    /// The indexes and the memories of `texts` (key, text, unit vector) in one collection.
+    fn collection(texts: &[(u64, String, Vec<f32>)]) -> (CollectionIndexes, Memories) {
         let model = EmbeddingModel::new("test", 8);
-        let vectors: Vec<(u64, Vec<f32>)> = (1..=30u64)
-            .map(|key| {
-                let mut vector = unit(8, key as usize % 8);
-                vector[(key as usize + 1) % 8] = 0.01 * key as f32;
-                let norm = dot(&vector, &vector).sqrt();
-                vector.iter_mut().for_each(|value| *value /= norm);
-                (key, vector)
-            })
-            .collect();
-        let inputs: Vec<IndexInput<'_>> = vectors
-            .iter()
-            .map(|(key, vector)| IndexInput {
-                key: *key,
-                text: "a note",
-                embedding: Some(vector),
-            })
-            .collect();
-        let settings = IndexSettings {
-            root: None,
-            model: model.clone(),
-            shelf: None,
-        };
-        let indexes = settings
-            .open(
-                &TenantId::from_stored("tenant-1"),
-                &CollectionName::parse("notes").unwrap(),
-                &model,
-                &inputs,
-            )
-            .unwrap();
-        let now = Utc::now();
-        let memories = Memories(
-            vectors
-                .iter()
-                .map(|(key, _)| {
-                    let created_by = CreatedBy {
-                        id: "key".to_owned(),
-                        label: "test".to_owned(),
-                    };
-                    let record = MemoryRecord::new(
-                        "a note".to_owned(),
-                        0.5,
-                        "fact".to_owned(),
-                        "test".to_owned(),
-                        created_by,
-                        now,
-                    );
-                    (*key, Arc::new(record))
-                })
-                .collect(),
-        );
-        let query = unit(8, 3);
-        let accept = |_: &MemoryRecord| true;
-        let hits =
-            vector_candidates_beyond(&memories, &indexes, &query, 5, 12, false, &accept).unwrap();
-        assert_eq!(hits.len(), 12);
-        assert!(hits.windows(2).all(|pair| pair[0].1 >= pair[1].1));
-        let first = vector_candidates(&memories, &indexes, &query, 5, false, &accept).unwrap();
-        assert_eq!(first[..], hits[..5]);
-        let all =
-            vector_candidates_beyond(&memories, &indexes, &query, 5, 50, false, &accept).unwrap();
-        assert_eq!(all.len(), 30);
-    }
-
-    /// The best vector match mentions the query's word once in a long text, so 60 other
-    /// memories rank above it in BM25, deeper than the text list hybrid reads: it still
-    /// gets its own BM25 score, not 0.
-    #[test]
-    fn a_vector_candidate_deep_in_bm25_gets_its_real_bm25() {
-        let model = EmbeddingModel::new("test", 8);
-        let mut texts = vec![(
-            1u64,
-            "a long note about many things, gardens and ships and rivers, and a harbour once"
-                .to_owned(),
-            unit(8, 0),
-        )];
-        // Distinct vectors, each far from the query's: 60 copies of one vector made the
-        // HNSW graph miss the one that differs about once in 30 builds.
-        for key in 2..=61u64 {
-            let mut vector = unit(8, 1 + (key as usize % 7));
-            vector[0] = 0.002 * key as f32;
-            let norm = dot(&vector, &vector).sqrt();
-            vector.iter_mut().for_each(|value| *value /= norm);
-            texts.push((key, format!("harbour harbour {key}"), vector));
-        }
         let inputs: Vec<IndexInput<'_>> = texts
             .iter()
             .map(|(key, text, vector)| IndexInput {
@@ -437,6 +350,58 @@ mod tests {
                 })
                 .collect(),
         );
+        (indexes, memories)
+    }
+
+    /// Asked for more than it must find, the walk's extra hits come back, best first, and
+    /// a collection smaller than `more` is answered whole.
+    #[test]
+    fn vector_candidates_beyond_the_count_come_from_the_walk() {
+        let texts: Vec<(u64, String, Vec<f32>)> = (1..=30u64)
+            .map(|key| {
+                let mut vector = unit(8, key as usize % 8);
+                vector[(key as usize + 1) % 8] = 0.01 * key as f32;
+                let norm = dot(&vector, &vector).sqrt();
+                vector.iter_mut().for_each(|value| *value /= norm);
+                (key, "a note".to_owned(), vector)
+            })
+            .collect();
+        let (indexes, memories) = collection(&texts);
+        let query = unit(8, 3);
+        let accept = |_: &MemoryRecord| true;
+        let hits =
+            vector_candidates_beyond(&memories, &indexes, &query, 5, 12, false, &accept).unwrap();
+        assert_eq!(hits.len(), 12);
+        assert!(hits.windows(2).all(|pair| pair[0].1 >= pair[1].1));
+        let first = vector_candidates(&memories, &indexes, &query, 5, false, &accept).unwrap();
+        assert_eq!(first[..], hits[..5]);
+        let all =
+            vector_candidates_beyond(&memories, &indexes, &query, 5, 50, false, &accept).unwrap();
+        assert_eq!(all.len(), 30);
+    }
+
+    /// The best vector match mentions the query's word once in a long text, so 60 other
+    /// memories rank above it in BM25, deeper than the text list hybrid reads: it still
+    /// gets its own BM25 score, not 0.
+    #[test]
+    fn a_vector_candidate_deep_in_bm25_gets_its_real_bm25() {
+        let mut texts = vec![(
+            1u64,
+            "a long note about many things, gardens and ships and rivers, and a harbour once"
+                .to_owned(),
+            unit(8, 0),
+        )];
+        // Distinct vectors, each far from the query's: 60 copies of one vector made the
+        // HNSW graph miss the one that differs about once in 30 builds.
+        for key in 2..=61u64 {
+            let mut vector = unit(8, 1 + (key as usize % 7));
+            vector[0] = 0.002 * key as f32;
+            let norm = dot(&vector, &vector).sqrt();
+            vector.iter_mut().for_each(|value| *value /= norm);
+            texts.push((key, format!("harbour harbour {key}"), vector));
+        }
+        let (indexes, memories) = collection(&texts);
+        let now = Utc::now();
         let fusion = FusionParams::default();
         let query = SearchQuery {
             text: "the harbour".to_owned(),
