@@ -171,7 +171,14 @@ fn attribute_slot_words(
                 Some("a" | "an" | "the")
             ));
             let names_something = value_len <= 4 + article && value.capitalized_at(article);
-            if !ATTRIBUTE_NOUNS.contains(&head) && !names_something {
+            // One word with a digit is a number or a code ("my room is 414", "my desk is
+            // 4B"): a value, as a capitalized name is.
+            let is_code = value_len == 1 + article
+                && value
+                    .core
+                    .get(article)
+                    .is_some_and(|word| word.norm.chars().any(|c| c.is_ascii_digit()));
+            if !ATTRIBUTE_NOUNS.contains(&head) && !names_something && !is_code {
                 return None;
             }
             Some((FactType::Fact, attribute.to_vec()))

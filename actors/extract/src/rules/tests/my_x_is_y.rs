@@ -124,6 +124,21 @@ fn my_x_is_y() {
             &[(Fact, Some("user/kids"), "Tom and Ana", None)],
         ),
         // A description, not a value: kept, but on no slot.
+        // A number or a code is a value, as a capitalized name is.
+        ("My room is 414.", &[(Fact, Some("user/room"), "414", None)]),
+        ("My desk is 4B.", &[(Fact, Some("user/desk"), "4B", None)]),
+        (
+            "My locker is the 12.",
+            &[(Fact, Some("user/locker"), "the 12", None)],
+        ),
+        (
+            "My room is 415 for the next 3 days.",
+            &[(Fact, Some("user/room"), "415", at(11, 26, 10, 0, 0))],
+        ),
+        (
+            "My car is 10 years old.",
+            &[(Fact, None, "My car is 10 years old.", None)],
+        ),
         (
             "My car is broken.",
             &[(Fact, None, "My car is broken.", None)],

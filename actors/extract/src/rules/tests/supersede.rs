@@ -53,6 +53,12 @@ fn newer_statements_replace_only_what_they_replace() {
     let slots = remember_all(&["I'm vegetarian.", "I'm vegan."]);
     assert_eq!(slots["user/diet"], "vegan");
 
+    let slots = remember_all(&["My room is 414.", "My room is 415 until Friday."]);
+    assert_eq!(slots["user/room"], "415");
+
+    let slots = remember_all(&["My desk is 4B.", "My desk is A-12 for the next 2 weeks."]);
+    assert_eq!(slots["user/desk"], "a 12");
+
     let slots = remember_all(&["I work at Acme as an engineer.", "I work at Globex."]);
     assert_eq!(slots["user/employer"], "globex");
     assert_eq!(slots["user/occupation"], "engineer");
