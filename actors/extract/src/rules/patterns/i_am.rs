@@ -12,6 +12,33 @@ use crate::rules::slot::{user_slot, user_slot_prefixed};
 use crate::rules::text::{number_words, trim_value};
 use crate::FactType;
 
+/// Places known by a number or code ("room 414", "gate B12", "desk 4B").
+const NUMBERED_PLACES: &[&str] = &[
+    "room",
+    "ward",
+    "bed",
+    "cabin",
+    "suite",
+    "seat",
+    "gate",
+    "office",
+    "desk",
+    "booth",
+    "bay",
+    "hall",
+    "building",
+    "apartment",
+    "flat",
+    "unit",
+    "table",
+    "locker",
+    "platform",
+    "terminal",
+    "lab",
+    "classroom",
+    "dorm",
+];
+
 impl<'s, 'a> ClauseView<'s, 'a> {
     /// After "I am".
     pub(super) fn match_am(&self, mut cursor: Cursor) -> Vec<Found> {
@@ -59,6 +86,20 @@ impl<'s, 'a> ClauseView<'s, 'a> {
                     user_slot(&["relationship", "status"]),
                     value.to_string(),
                 )])
+            }
+            // "I'm in room 414", "I'm at gate B12": the numbered place's slot, as "my room
+            // is 414" fills it.
+            ("in" | "at", place)
+                if !negated
+                    && NUMBERED_PLACES.contains(&place)
+                    && self.value_end(start + 2, COMMON_TAILS) == start + 3
+                    && cursor.peek_at(2).chars().any(|c| c.is_ascii_digit()) =>
+            {
+                Some(
+                    self.value_from(start + 2, COMMON_TAILS)
+                        .map(|code| vec![Found::new(FactType::Fact, user_slot(&[place]), code)])
+                        .unwrap_or_default(),
+                )
             }
             ("in" | "at", _) if !negated && self.capitalized_at(start + 1) => {
                 Some(self.current_place(start + 1))

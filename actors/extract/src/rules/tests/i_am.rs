@@ -97,6 +97,18 @@ fn i_am() {
             )],
         ),
         (
+            "I'm in room 414.",
+            &[(Fact, Some("user/room"), "414", None)],
+        ),
+        (
+            "I'm at gate B12.",
+            &[(Fact, Some("user/gate"), "B12", None)],
+        ),
+        (
+            "I'm in Room 415 for the next 3 days.",
+            &[(Fact, Some("user/room"), "415", at(11, 26, 10, 0, 0))],
+        ),
+        (
             "I'm from Brazil.",
             &[(Fact, Some("user/origin"), "Brazil", None)],
         ),

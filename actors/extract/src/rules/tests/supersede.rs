@@ -56,6 +56,10 @@ fn newer_statements_replace_only_what_they_replace() {
     let slots = remember_all(&["My room is 414.", "My room is 415 until Friday."]);
     assert_eq!(slots["user/room"], "415");
 
+    let slots = remember_all(&["I'm in room 414.", "My room is 415 for the next 3 days."]);
+    assert_eq!(slots.len(), 1);
+    assert_eq!(slots["user/room"], "415");
+
     let slots = remember_all(&["My desk is 4B.", "My desk is A-12 for the next 2 weeks."]);
     assert_eq!(slots["user/desk"], "a 12");
 
