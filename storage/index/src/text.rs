@@ -727,18 +727,16 @@ fn top_documents(
         .map_err(text_error)?;
     let mut heap: std::collections::BinaryHeap<Ranked> =
         std::collections::BinaryHeap::with_capacity(count + 1);
+    // The heap's threshold, or the floor when that is higher.
+    let raised = |threshold: f32| floor.map_or(threshold, |floor| floor.below().max(threshold));
     let mut threshold = f32::MIN;
     for (ordinal, reader) in searcher.segment_readers().iter().enumerate() {
         let segment = ordinal as u32;
         let alive = reader.alive_bitset();
-        let start = match floor.map(ScoreFloor::below) {
-            Some(below) if below > threshold => below,
-            _ => threshold,
-        };
         weight
-            .for_each_pruning(start, reader, &mut |doc, score| {
+            .for_each_pruning(raised(threshold), reader, &mut |doc, score| {
                 if alive.is_some_and(|alive| alive.is_deleted(doc)) {
-                    return threshold;
+                    return raised(threshold);
                 }
                 heap.push(Ranked {
                     score,
@@ -750,10 +748,7 @@ fn top_documents(
                 if heap.len() == count {
                     threshold = heap.peek().map_or(threshold, |worst| worst.score);
                 }
-                match floor.map(ScoreFloor::below) {
-                    Some(below) if below > threshold => below,
-                    _ => threshold,
-                }
+                raised(threshold)
             })
             .map_err(text_error)?;
     }
